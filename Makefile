@@ -1,0 +1,50 @@
+# annotator: `make run` serves the app with a demo study; `make test` runs every test.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export UV_PYTHON_DOWNLOADS := never
+export UV_PROJECT_ENVIRONMENT := $(VENV)
+# Tests always run against PostgreSQL and Redis on this machine unless told otherwise.
+TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/annotator
+TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
+
+.PHONY: venv run worker test lint check bench clean
+
+UV := .tools/bin/uv
+
+# uv lives in its own small environment: `uv sync` makes .venv exactly the lock file.
+$(UV):
+	$(PY) -m venv .tools
+	.tools/bin/pip install --quiet --disable-pip-version-check "uv==0.13.9"
+
+venv: $(UV)
+	$(UV) sync --frozen --python $(PY)
+
+run: venv
+	@mkdir -p var
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py seed_demo
+	@if [ -n "$$REDIS_URL" ]; then \
+	  echo "Starting a Celery worker (REDIS_URL=$$REDIS_URL)"; \
+	  $(BIN)/celery -A annotator worker --loglevel=INFO --concurrency=2 & \
+	  trap 'kill %1' EXIT; \
+	  DJANGO_DEBUG=1 $(BIN)/python manage.py runserver 127.0.0.1:8000; \
+	else \
+	  echo "No REDIS_URL: jobs run in-process"; \
+	  DJANGO_DEBUG=1 $(BIN)/python manage.py runserver 127.0.0.1:8000; \
+	fi
+
+test: venv
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python manage.py makemigrations --check --dry-run
+
+bench: venv
+	DATABASE_URL=$${DATABASE_URL:-postgres://root@127.0.0.1:5432/annotator_bench} $(BIN)/python benchmarks/import_issues.py
+
+clean:
+	rm -rf $(VENV) var .pytest_cache

@@ -1,0 +1,39 @@
+from django.contrib import admin
+
+from .models import ImportJob, Issue, IssueComment, Repository, RepositoryAlias
+
+
+class RepositoryAliasInline(admin.TabularInline):
+    model = RepositoryAlias
+    extra = 0
+
+
+@admin.register(Repository)
+class RepositoryAdmin(admin.ModelAdmin):
+    list_display = ["full_name", "created_at"]
+    search_fields = ["owner", "name", "aliases__owner", "aliases__name"]
+    inlines = [RepositoryAliasInline]
+
+
+@admin.register(Issue)
+class IssueAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "title", "state", "is_pull_request", "created_at"]
+    list_filter = ["repository", "state", "is_pull_request"]
+    search_fields = ["title"]
+    list_select_related = ["repository"]
+    readonly_fields = ["content_hash", "imported_at"]
+    exclude = ["search_vector"]
+
+
+@admin.register(IssueComment)
+class IssueCommentAdmin(admin.ModelAdmin):
+    list_display = ["issue", "author", "created_at"]
+    list_select_related = ["issue__repository"]
+    raw_id_fields = ["issue"]
+
+
+@admin.register(ImportJob)
+class ImportJobAdmin(admin.ModelAdmin):
+    list_display = ["pk", "original_name", "status", "created", "updated", "unchanged", "skipped"]
+    list_filter = ["status"]
+    readonly_fields = [f.name for f in ImportJob._meta.fields]

@@ -1,0 +1,96 @@
+"""REST API for issues and imports: one view per operation, calling the same services."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.parsers import MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from .formats import FORMATS
+from .models import ISSUE_FILTERS, ImportJob, Issue, IssueComment
+from .services import start_import_job
+
+
+class IssueOutput(serializers.ModelSerializer):
+    repository = serializers.CharField(source="repository.full_name")
+
+    class Meta:
+        model = Issue
+        fields = [
+            "id", "repository", "number", "github_id", "title", "state", "state_reason",
+            "labels", "author", "created_at", "updated_at", "closed_at", "is_pull_request",
+            "html_url", "comments_count", "content_hash",
+        ]  # fmt: skip
+
+
+class CommentOutput(serializers.ModelSerializer):
+    class Meta:
+        model = IssueComment
+        fields = ["id", "github_id", "author", "body", "created_at", "updated_at"]
+
+
+class IssueDetailOutput(IssueOutput):
+    comments = CommentOutput(many=True, read_only=True)
+
+    class Meta(IssueOutput.Meta):
+        fields = [*IssueOutput.Meta.fields, "body", "comments"]
+
+
+class ImportJobOutput(serializers.ModelSerializer):
+    percent = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = ImportJob
+        fields = [
+            "id", "status", "original_name", "format", "repository", "size_bytes", "bytes_read",
+            "records_read", "percent", "created", "updated", "unchanged", "skipped", "error",
+            "created_at", "started_at", "finished_at",
+        ]  # fmt: skip
+
+
+class ImportJobInput(serializers.Serializer):
+    file = serializers.FileField()
+    format = serializers.ChoiceField(choices=["auto", *FORMATS], default="auto")
+    repository = serializers.RegexField(r"^[\w.-]+/[\w.-]+$", required=False, default="")
+
+
+class IssueListApi(generics.ListAPIView):
+    """Issues, filtered with the same parameters as the issue list page."""
+
+    serializer_class = IssueOutput
+
+    def get_queryset(self) -> QuerySet[Issue]:
+        params = self.request.query_params
+        return Issue.objects.for_list().matching({key: params.get(key, "") for key in ISSUE_FILTERS})
+
+
+class IssueDetailApi(generics.RetrieveAPIView):
+    serializer_class = IssueDetailOutput
+    queryset = Issue.objects.select_related("repository").prefetch_related("comments")
+
+
+class ImportJobDetailApi(generics.RetrieveAPIView):
+    serializer_class = ImportJobOutput
+    queryset = ImportJob.objects.all()
+
+
+class ImportJobCreateApi(generics.GenericAPIView):
+    parser_classes = [MultiPartParser]
+    serializer_class = ImportJobInput
+
+    @extend_schema(request=ImportJobInput, responses={202: ImportJobOutput})
+    def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        data = ImportJobInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        job = start_import_job(
+            uploaded=data.validated_data["file"],
+            format=data.validated_data["format"],
+            repository=data.validated_data["repository"],
+            user=request.user,
+        )
+        return Response(ImportJobOutput(job).data, status=status.HTTP_202_ACCEPTED)

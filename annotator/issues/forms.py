@@ -1,0 +1,30 @@
+from django import forms
+from django.conf import settings
+from django.template.defaultfilters import filesizeformat
+
+from .formats import FORMATS
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(
+        help_text="GitHub REST issues or comments (JSON array), JSON Lines, "
+        "`gh issue list --json` output, or CSV."
+    )
+    format = forms.ChoiceField(
+        choices=[("auto", "detect automatically"), *((f, f) for f in FORMATS)], initial="auto"
+    )
+    repository = forms.RegexField(
+        regex=r"^[\w.-]+/[\w.-]+$",
+        required=False,
+        help_text="OWNER/NAME, for files whose records do not name their repository.",
+        error_messages={"invalid": "Give the repository as OWNER/NAME."},
+    )
+
+    def clean_file(self):  # type: ignore[no-untyped-def]
+        uploaded = self.cleaned_data["file"]
+        if uploaded.size == 0:
+            raise forms.ValidationError(f"{uploaded.name} is empty.")
+        if uploaded.size > settings.IMPORT_MAX_BYTES:
+            limit = filesizeformat(settings.IMPORT_MAX_BYTES)
+            raise forms.ValidationError(f"{uploaded.name} is larger than the limit of {limit}.")
+        return uploaded

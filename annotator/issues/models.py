@@ -1,0 +1,261 @@
+"""GitHub data: repositories (with their old names), issues, comments, and import jobs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import date
+
+from django.conf import settings
+from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVectorField
+from django.db import connection, models
+from django.db.models import F, Q
+from django.db.models.functions import Lower
+from django.urls import reverse
+
+# Repositories known to have been renamed on GitHub: an import that names the old full name lands
+# in the repository of the new one, so a study never sees one project as two.
+KNOWN_RENAMES = {"microsoft/deepspeed": "deepspeedai/DeepSpeed"}
+
+SEARCH_CONFIG = "english"
+
+
+class RepositoryQuerySet(models.QuerySet["Repository"]):
+    def named(self, full_name: str) -> Repository | None:
+        """The repository called `full_name` now or under an alias, ignoring case."""
+        owner, _, name = full_name.strip().partition("/")
+        found = self.filter(owner__iexact=owner, name__iexact=name).first()
+        if found is None:
+            found = self.filter(
+                aliases__owner__iexact=owner, aliases__name__iexact=name
+            ).first()
+        return found
+
+
+class Repository(models.Model):
+    owner = models.CharField(max_length=100)
+    name = models.CharField(max_length=100)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = RepositoryQuerySet.as_manager()
+
+    class Meta:
+        verbose_name_plural = "repositories"
+        ordering = ["owner", "name"]
+        constraints = [
+            models.UniqueConstraint(Lower("owner"), Lower("name"), name="repository_unique_name"),
+        ]
+
+    def __str__(self) -> str:
+        return self.full_name
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.name}"
+
+    @property
+    def html_url(self) -> str:
+        return f"https://github.com/{self.full_name}"
+
+
+class RepositoryAlias(models.Model):
+    """A former name of a repository (GitHub answers the old name with a 301)."""
+
+    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="aliases")
+    owner = models.CharField(max_length=100)
+    name = models.CharField(max_length=100)
+
+    class Meta:
+        verbose_name_plural = "repository aliases"
+        constraints = [
+            models.UniqueConstraint(Lower("owner"), Lower("name"), name="repository_alias_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.owner}/{self.name} → {self.repository}"
+
+
+ISSUE_FILTERS = ("q", "repository", "state", "label", "kind", "since", "until")
+
+
+class IssueQuerySet(models.QuerySet["Issue"]):
+    def for_list(self) -> IssueQuerySet:
+        """What a list of issues shows: no bodies or raw objects, repository joined."""
+        return self.select_related("repository").defer("raw", "body", "search_vector")
+
+    def matching(self, filters: Mapping[str, str]) -> IssueQuerySet:
+        """Issues matching the ISSUE_FILTERS of a list page or API query; unknown values are
+        ignored. Ordered by search rank when searching, else newest first."""
+        issues = self
+        if filters.get("repository", "").isdigit():
+            issues = issues.filter(repository_id=int(filters["repository"]))
+        if filters.get("state") in Issue.State.values:
+            issues = issues.filter(state=filters["state"])
+        if filters.get("label"):
+            issues = issues.with_label(filters["label"])
+        if filters.get("kind") in {"issue", "pr"}:
+            issues = issues.filter(is_pull_request=filters["kind"] == "pr")
+        if since := _parse_date(filters.get("since", "")):
+            issues = issues.filter(created_at__date__gte=since)
+        if until := _parse_date(filters.get("until", "")):
+            issues = issues.filter(created_at__date__lte=until)
+        if filters.get("q", "").strip():
+            return issues.search(filters["q"])
+        return issues.order_by(F("created_at").desc(nulls_last=True), "-pk")
+
+    def search(self, text: str) -> IssueQuerySet:
+        """Full-text search over title, body and comments (PostgreSQL); substring elsewhere."""
+        text = text.strip()
+        if not text:
+            return self
+        if connection.vendor == "postgresql":
+            query = SearchQuery(text, config=SEARCH_CONFIG, search_type="websearch")
+            return (
+                self.filter(search_vector=query)
+                .annotate(rank=SearchRank(F("search_vector"), query))
+                .order_by("-rank", "-pk")
+            )
+        matches = IssueComment.objects.filter(body__icontains=text)
+        return self.filter(
+            Q(title__icontains=text) | Q(body__icontains=text) | Q(pk__in=matches.values("issue"))
+        ).order_by("-pk")
+
+    def with_label(self, label: str) -> IssueQuerySet:
+        if connection.vendor == "postgresql":
+            return self.filter(labels__contains=[label])
+        # SQLite has no JSON containment; the stored JSON text quotes each name, so a quoted
+        # substring match finds exactly the names equal to `label`.
+        return self.filter(labels__icontains=f'"{label}"')
+
+
+def _parse_date(value: str) -> date | None:
+    try:
+        return date.fromisoformat(value.strip()) if value.strip() else None
+    except ValueError:
+        return None
+
+
+class Issue(models.Model):
+    class State(models.TextChoices):
+        OPEN = "open", "open"
+        CLOSED = "closed", "closed"
+
+    repository = models.ForeignKey(Repository, on_delete=models.PROTECT, related_name="issues")
+    number = models.PositiveIntegerField()
+    github_id = models.BigIntegerField(null=True, blank=True)
+    title = models.TextField()
+    body = models.TextField(blank=True)
+    state = models.CharField(max_length=10, choices=State.choices)
+    state_reason = models.CharField(max_length=30, blank=True)
+    labels = models.JSONField(default=list, blank=True)
+    author = models.CharField(max_length=100, blank=True)
+    created_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+    is_pull_request = models.BooleanField(default=False)
+    html_url = models.URLField(max_length=500, blank=True)
+    comments_count = models.PositiveIntegerField(default=0)
+    raw = models.JSONField(default=dict, blank=True)
+    content_hash = models.CharField(max_length=64)
+    search_vector = SearchVectorField(null=True, editable=False)
+    imported_at = models.DateTimeField(auto_now=True)
+
+    objects = IssueQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["repository_id", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["repository", "number"], name="issue_unique_number"),
+        ]
+        # The GIN index on search_vector is created by migration 0002 on PostgreSQL only.
+        indexes = [models.Index(fields=["created_at"], name="issue_created_at")]
+
+    def __str__(self) -> str:
+        return f"{self.repository}#{self.number}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("issues:detail", args=[self.pk])
+
+    @property
+    def github_url(self) -> str:
+        kind = "pull" if self.is_pull_request else "issues"
+        return self.html_url or f"{self.repository.html_url}/{kind}/{self.number}"
+
+
+class IssueComment(models.Model):
+    issue = models.ForeignKey(Issue, on_delete=models.CASCADE, related_name="comments")
+    # "id:<github id>" when GitHub gave one, else a hash of author, time and body: some exports
+    # (and the shipped demo data) carry no comment ids, yet re-imports must stay idempotent.
+    key = models.CharField(max_length=64)
+    github_id = models.BigIntegerField(null=True, blank=True)
+    author = models.CharField(max_length=100, blank=True)
+    body = models.TextField(blank=True)
+    created_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(null=True, blank=True)
+    raw = models.JSONField(default=dict, blank=True)
+    content_hash = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["issue", "key"], name="comment_unique_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"comment {self.key} on {self.issue_id}"
+
+
+class ImportJob(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        SUCCEEDED = "succeeded", "succeeded"
+        FAILED = "failed", "failed"
+
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    file = models.FileField(upload_to="imports/%Y/%m/")
+    original_name = models.CharField(max_length=255)
+    format = models.CharField(max_length=10, default="auto")
+    repository = models.CharField(max_length=201, blank=True, help_text="default OWNER/NAME")
+    size_bytes = models.BigIntegerField(default=0)
+    bytes_read = models.BigIntegerField(default=0)
+    records_read = models.PositiveIntegerField(default=0)
+    created = models.PositiveIntegerField(default=0)
+    updated = models.PositiveIntegerField(default=0)
+    unchanged = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    notes = models.TextField(blank=True, help_text="records skipped, and why")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"import {self.pk} of {self.original_name} ({self.status})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("issues:import_detail", args=[self.pk])
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in {self.Status.SUCCEEDED, self.Status.FAILED}
+
+    @property
+    def percent(self) -> int:
+        if self.status == self.Status.SUCCEEDED:
+            return 100
+        if not self.size_bytes:
+            return 0
+        return min(99, int(100 * self.bytes_read / self.size_bytes))
+
+    @property
+    def summary(self) -> str:
+        return (
+            f"created {self.created}, updated {self.updated}, "
+            f"unchanged {self.unchanged}, skipped {self.skipped}"
+        )

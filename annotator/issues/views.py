@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+from django.core.paginator import Paginator
+from django.db.models import Prefetch
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods
+from django_htmx.http import HttpResponseStopPolling
+
+from .forms import ImportForm
+from .models import ISSUE_FILTERS, ImportJob, Issue, IssueComment, Repository
+from .rendering import render_markdown
+from .services import start_import_job
+
+PAGE_SIZE = 25
+
+
+def issue_list(request: HttpRequest) -> HttpResponse:
+    filters = _filters(request)
+    issues = Issue.objects.for_list().matching(filters)
+    page = Paginator(issues, PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {
+        "page": page,
+        "filters": filters,
+        "repositories": Repository.objects.all(),
+        "query_string": _query_string(request, drop="page"),
+    }
+    template = "issues/issue_list.html"
+    if getattr(request, "htmx", False) and request.htmx.target == "issue-results":  # type: ignore[attr-defined]
+        template += "#issue-results"
+    return render(request, template, context)
+
+
+def issue_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    issue = get_object_or_404(
+        Issue.objects.select_related("repository").prefetch_related(
+            Prefetch("comments", queryset=IssueComment.objects.order_by("created_at", "pk"))
+        ),
+        pk=pk,
+    )
+    comments = [(comment, render_markdown(comment.body)) for comment in issue.comments.all()]
+    return render(
+        request,
+        "issues/issue_detail.html",
+        {"issue": issue, "body_html": render_markdown(issue.body), "comments": comments},
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def import_upload(request: HttpRequest) -> HttpResponse:
+    form = ImportForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        job = start_import_job(
+            uploaded=form.cleaned_data["file"],
+            format=form.cleaned_data["format"],
+            repository=form.cleaned_data["repository"],
+            user=request.user,
+        )
+        return redirect(job)
+    jobs = ImportJob.objects.select_related("created_by")[:10]
+    status = 400 if form.errors else 200
+    return render(request, "issues/import.html", {"form": form, "jobs": jobs}, status=status)
+
+
+def import_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    job = get_object_or_404(ImportJob, pk=pk)
+    if getattr(request, "htmx", False):
+        response = render(request, "issues/import_detail.html#import-status", {"job": job})
+        if job.is_finished:
+            # 286 tells htmx to stop polling; the partial shown is the final one.
+            response.status_code = HttpResponseStopPolling.status_code
+        return response
+    return render(request, "issues/import_detail.html", {"job": job})
+
+
+def _filters(request: HttpRequest) -> dict[str, str]:
+    return {key: request.GET.get(key, "").strip() for key in ISSUE_FILTERS}
+
+
+def _query_string(request: HttpRequest, drop: str) -> str:
+    params = request.GET.copy()
+    params.pop(drop, None)
+    return params.urlencode()

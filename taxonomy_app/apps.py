@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class TaxonomyAppConfig(AppConfig):
+    name = "taxonomy_app"
+    verbose_name = "Codebooks"

@@ -1,0 +1,1 @@
+"""Codebooks: versions, facets, categories, proposals. Imports nothing from annotator."""

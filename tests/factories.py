@@ -1,0 +1,49 @@
+"""factory_boy factories for every model the tests create."""
+
+import factory
+from django.contrib.auth import get_user_model
+
+from annotator.issues.models import Issue, IssueComment, Repository
+
+PASSWORD = "correct horse battery staple"
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = get_user_model()
+        django_get_or_create = ("username",)
+
+    username = factory.Sequence(lambda n: f"researcher{n}")
+    email = factory.LazyAttribute(lambda u: f"{u.username}@example.org")
+    password = factory.django.Password(PASSWORD)
+
+
+class RepositoryFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Repository
+
+    owner = "hpcaitech"
+    name = factory.Sequence(lambda n: f"Repo{n}")
+
+
+class IssueFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Issue
+
+    repository = factory.SubFactory(RepositoryFactory)
+    number = factory.Sequence(lambda n: n + 1)
+    title = factory.Sequence(lambda n: f"Issue {n}")
+    body = "Something broke."
+    state = "open"
+    content_hash = factory.Sequence(lambda n: f"{n:064x}")
+
+
+class IssueCommentFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = IssueComment
+
+    issue = factory.SubFactory(IssueFactory)
+    key = factory.Sequence(lambda n: f"id:{n}")
+    author = "reviewer"
+    body = "Have you tried a newer NCCL?"
+    content_hash = factory.Sequence(lambda n: f"{n:064x}")
