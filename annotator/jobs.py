@@ -27,7 +27,7 @@ def report_progress(model: type[models.Model], pk: int, **fields: Any) -> None:
     columns = ", ".join(f'"{model._meta.get_field(name).column}" = %s' for name in fields)
     with side.cursor() as cursor:
         cursor.execute(
-            f'UPDATE "{model._meta.db_table}" SET {columns} WHERE "{model._meta.pk.column}" = %s',  # noqa: S608
+            f'UPDATE "{model._meta.db_table}" SET {columns} WHERE "{model._meta.pk.column}" = %s',
             [*fields.values(), pk],
         )
 

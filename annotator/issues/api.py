@@ -66,7 +66,9 @@ class IssueListApi(generics.ListAPIView):
 
     def get_queryset(self) -> QuerySet[Issue]:
         params = self.request.query_params
-        return Issue.objects.for_list().matching({key: params.get(key, "") for key in ISSUE_FILTERS})
+        return Issue.objects.for_list().matching(
+            {key: params.get(key, "") for key in ISSUE_FILTERS}
+        )
 
 
 class IssueDetailApi(generics.RetrieveAPIView):

@@ -25,9 +25,7 @@ class RepositoryQuerySet(models.QuerySet["Repository"]):
         owner, _, name = full_name.strip().partition("/")
         found = self.filter(owner__iexact=owner, name__iexact=name).first()
         if found is None:
-            found = self.filter(
-                aliases__owner__iexact=owner, aliases__name__iexact=name
-            ).first()
+            found = self.filter(aliases__owner__iexact=owner, aliases__name__iexact=name).first()
         return found
 
 

@@ -292,7 +292,11 @@ class _BatchWriter:
 
     def _was_written(self, repo_id: int, number: int) -> bool:
         bits = self._written.get(repo_id)
-        return bits is not None and number // 8 < len(bits) and bool(bits[number // 8] >> (number % 8) & 1)
+        return (
+            bits is not None
+            and number // 8 < len(bits)
+            and bool(bits[number // 8] >> (number % 8) & 1)
+        )
 
     def _mark_written(self, repo_id: int, number: int) -> None:
         bits = self._written.setdefault(repo_id, bytearray())
@@ -424,7 +428,8 @@ def _refresh_search(issue_ids: set[int]) -> None:
               search_vector =
                 setweight(to_tsvector(%(config)s::regconfig, left(i.title, %(limit)s)), 'A')
                 || setweight(to_tsvector(%(config)s::regconfig, left(i.body, %(limit)s)), 'B')
-                || setweight(to_tsvector(%(config)s::regconfig, left(coalesce(c.text, ''), %(limit)s)), 'C'),
+                || setweight(
+                  to_tsvector(%(config)s::regconfig, left(coalesce(c.text, ''), %(limit)s)), 'C'),
               comments_count = greatest(i.comments_count, coalesce(c.n, 0))
             FROM (SELECT i2.id, agg.text, agg.n FROM issues_issue i2
                   LEFT JOIN LATERAL (

@@ -48,7 +48,9 @@ def existing(db):  # type: ignore[no-untyped-def]
     return snapshot()
 
 
-@pytest.mark.parametrize(("case", "payload", "fmt", "message"), BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS])
+@pytest.mark.parametrize(
+    ("case", "payload", "fmt", "message"), BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS]
+)
 def test_bad_input_is_rejected_with_a_message_and_writes_nothing(
     tmp_path, existing, case, payload, fmt, message
 ):

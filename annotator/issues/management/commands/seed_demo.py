@@ -13,7 +13,10 @@ DEMO_FILES = ["colossalai_issues.json", "colossalai_comments.json"]
 
 
 class Command(BaseCommand):
-    help = "Create (or reset) the demo owner account and import the 36 real Colossal-AI issues (idempotent)."
+    help = (
+        "Create (or reset) the demo owner account and import the 36 real Colossal-AI issues "
+        "(idempotent)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--username", default=os.environ.get("DEMO_USERNAME", "demo"))

@@ -1,0 +1,624 @@
+"""Parsing files of GitHub issues and comments into plain records: the importer's pure core.
+
+Imports no Django (tests/issues/test_formats.py checks this in a subprocess), so a notebook can
+use it as is. Every format is streamed and memory does not grow with the file. Bad input raises
+ImportFormatError as soon as it is met, naming the record and field; the import service
+(annotator/issues/services.py) writes in one transaction, so the first error rolls back all.
+
+Formats (``iter_records(format=...)``):
+
+github  A JSON array of GitHub REST objects as ``GET /repos/{owner}/{repo}/issues`` (issues and
+        pull requests) or ``GET /repos/{owner}/{repo}/issues/comments`` returns them. An element
+        with ``issue_url`` and no ``number`` is a comment.
+gh      A JSON array as printed by ``gh issue list --json number,title,body,state,stateReason,
+        labels,author,createdAt,updatedAt,closedAt,url,comments``.
+jsonl   One JSON object per line, each shaped as a REST issue, REST comment or gh issue (decided
+        per line). Blank lines are skipped; errors name the line.
+csv     UTF-8 with a header row; column names are case-insensitive, unknown columns are kept in
+        ``raw`` only. Cells are trimmed (except body); an empty cell counts as absent.
+          number           required, integer >= 1
+          title            required, not blank
+          repository       owner/name; else taken from html_url, else the default repository
+          body, author, state_reason, html_url
+          state            open | closed (merged counts as closed); empty: closed if closed_at
+          labels           label names separated by ";"
+          created_at, updated_at, closed_at   ISO 8601; without an offset it means UTC
+          is_pull_request  true/false, 1/0, yes/no; empty: false
+          comments_count   integer; empty: 0
+          github_id        integer; empty: none
+auto    detect_format() on the first 64 KB and the file name.
+
+A UTF-8 byte-order mark is skipped in every format. Dates come out timezone-aware in UTC.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import dataclasses
+import hashlib
+import io
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, BinaryIO
+
+import ijson
+
+FORMATS = ("github", "jsonl", "gh", "csv")
+
+_HEAD_SIZE = 64 * 1024
+_BOM = codecs.BOM_UTF8
+_GH_ONLY_KEYS = frozenset({"createdAt", "updatedAt", "closedAt", "isPullRequest", "stateReason"})
+_STATES = {"open": "open", "closed": "closed", "merged": "closed"}
+_FLAGS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False, "": False}
+_API_URL = re.compile(r"^https?://[^/]+(?:/api/v3)?/repos/([^/]+)/([^/]+)(?:/issues/(\d+))?")
+_WEB_URL = re.compile(r"^https?://[^/]+/([^/]+)/([^/]+)/(?:issues|pull)/(\d+)")
+_REPOSITORY = re.compile(r"[^/\s]+/[^/\s]+")
+_INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
+
+
+class ImportFormatError(ValueError):
+    """Bad input. str() is the whole message, prefixed with the record and field when known.
+
+    ``message`` may be the bare detail or already carry that prefix (the import service passes
+    full messages); ``detail`` is the message without it.
+    """
+
+    def __init__(
+        self, message: str, *, record: str | None = None, field: str | None = None
+    ) -> None:
+        prefix = ": ".join(part for part in (record, field and f"field {field!r}") if part)
+        if prefix and message.startswith(prefix + ": "):
+            message = message[len(prefix) + 2 :]
+        super().__init__(f"{prefix}: {message}" if prefix else message)
+        self.detail, self.record, self.field = message, record, field
+
+
+@dataclass(frozen=True, slots=True)
+class IssueRecord:
+    index: int
+    repository: str | None
+    number: int
+    github_id: int | None
+    title: str
+    body: str
+    state: str
+    state_reason: str
+    labels: tuple[str, ...]
+    author: str
+    created_at: datetime | None
+    updated_at: datetime | None
+    closed_at: datetime | None
+    is_pull_request: bool
+    html_url: str
+    comments_count: int
+    raw: dict[str, Any]
+
+    def content_hash(self) -> str:
+        """Stored with the issue to tell an unchanged re-import from an update; keep stable."""
+        return _content_hash(self)
+
+
+@dataclass(frozen=True, slots=True)
+class CommentRecord:
+    index: int
+    repository: str | None
+    issue_number: int
+    github_id: int | None
+    author: str
+    body: str
+    created_at: datetime | None
+    updated_at: datetime | None
+    raw: dict[str, Any]
+
+    def content_hash(self) -> str:
+        return _content_hash(self)
+
+    def identity(self) -> str:
+        """The comment's key within its issue: its GitHub id, else a hash of what it says.
+
+        Exports without ids (the shipped demo data) make two identical comments by one author
+        on one date the same comment.
+        """
+        if self.github_id is not None:
+            return f"id:{self.github_id}"
+        created = self.created_at.isoformat() if self.created_at else ""
+        return "h:" + _sha256([self.author, created, self.body])[:40]
+
+
+Record = IssueRecord | CommentRecord
+
+
+def _content_hash(record: Record) -> str:
+    values = {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
+    del values["index"], values["raw"]
+    return _sha256({k: v.isoformat() if isinstance(v, datetime) else v for k, v in values.items()})
+
+
+def _sha256(value: object) -> str:
+    # ASCII escapes keep lone surrogates (legal in JSON strings) encodable.
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+# --- reading ----------------------------------------------------------------------------------
+class _CheckedReader(io.RawIOBase):
+    """The source stream with the size limit and UTF-8 checked before any parser sees a byte,
+    so every format reports those two faults alike, with the byte offset (ijson's own UTF-8
+    error has none)."""
+
+    def __init__(self, source: BinaryIO, max_bytes: int | None) -> None:
+        self._source, self._max_bytes = source, max_bytes
+        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self._bytes_read = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if not len(buffer):
+            return 0  # an empty read here must not be taken for the end of the file
+        chunk = self._read_full(len(buffer))
+        self._check(chunk)
+        buffer[: len(chunk)] = chunk
+        return len(chunk)
+
+    def _read_full(self, size: int) -> bytes:
+        # Sources such as upload streams return short reads; filling the buffer lets the first
+        # BufferedReader.peek() see a whole head for detect_format().
+        parts: list[bytes] = []
+        while size > 0 and (part := self._source.read(size)):
+            parts.append(part)
+            size -= len(part)
+        return b"".join(parts)
+
+    def _check(self, chunk: bytes) -> None:
+        start = self._bytes_read - len(self._decoder.getstate()[0])
+        self._bytes_read += len(chunk)
+        if self._max_bytes is not None and self._bytes_read > self._max_bytes:
+            raise ImportFormatError(
+                f"file is larger than the limit of {self._max_bytes / 2**20:g} MB"
+            )
+        try:
+            self._decoder.decode(chunk, final=not chunk)
+        except UnicodeDecodeError as error:
+            raise ImportFormatError(f"not valid UTF-8 at byte {start + error.start}") from None
+
+
+def _open(
+    stream: BinaryIO, max_bytes: int | None
+) -> tuple[io.BufferedReader[_CheckedReader], bytes]:
+    reader = io.BufferedReader(_CheckedReader(stream, max_bytes), buffer_size=_HEAD_SIZE)
+    head = reader.peek(_HEAD_SIZE)[:_HEAD_SIZE]
+    if head.startswith(_BOM):
+        reader.read(len(_BOM))
+        head = head[len(_BOM) :]
+    if not head.strip():
+        raise ImportFormatError("file is empty")
+    return reader, head
+
+
+# --- format detection -------------------------------------------------------------------------
+def detect_format(head: bytes, filename: str = "") -> str:
+    """The format of a file, from its first few KB and its name (see the module docstring)."""
+    text = head.removeprefix(_BOM).lstrip()
+    if not text:
+        raise ImportFormatError("file is empty")
+    if filename.lower().endswith(".csv") or text[:1] not in (b"[", b"{"):
+        return "csv"
+    if text[:1] == b"{":
+        return "jsonl"
+    return "gh" if _looks_like_gh(_first_element(text)) else "github"
+
+
+def _first_element(head: bytes) -> dict[str, Any]:
+    """The first array element's keys, read from a head that may end mid-object. Nested
+    values stand in as {} or []: enough for _looks_like_gh()."""
+    found: dict[str, Any] = {}
+    key = None
+    try:
+        for prefix, event, value in ijson.parse(io.BytesIO(head)):
+            if prefix == "item" and event == "map_key":
+                key = value
+            elif key is not None and prefix == f"item.{key}":
+                found[key] = {} if event == "start_map" else [] if event == "start_array" else value
+                key = None
+            elif prefix == "item" and event != "start_map":
+                break
+    except ijson.JSONError:
+        pass  # the head ends mid-file; what was read is enough
+    return found
+
+
+def _looks_like_gh(obj: Mapping[str, Any]) -> bool:
+    state, url = obj.get("state"), obj.get("url")
+    if obj.keys() & _GH_ONLY_KEYS or isinstance(obj.get("author"), dict):
+        return True
+    if isinstance(state, str) and state.isupper():
+        return True
+    # REST objects carry an API url too, so only a web url counts as gh's.
+    web_url = isinstance(url, str) and "/repos/" not in url
+    return web_url and "number" in obj and not obj.keys() & {"repository_url", "issue_url"}
+
+
+def _kind(obj: Any, previous: str, format: str) -> str:
+    """'rest', 'gh' or 'comment'. An object with neither number nor issue_url is taken for the
+    kind of the record before it, so a comment that lost its issue_url is reported as one."""
+    if format == "gh" or not isinstance(obj, dict):
+        return "gh" if format == "gh" else "rest"
+    if "number" not in obj and ("issue_url" in obj or previous == "comment"):
+        return "comment"
+    return "gh" if format == "jsonl" and _looks_like_gh(obj) else "rest"
+
+
+# --- entry point ------------------------------------------------------------------------------
+def iter_records(
+    stream: BinaryIO,
+    *,
+    format: str = "auto",
+    filename: str = "",
+    max_bytes: int | None = None,
+    default_repository: str | None = None,
+) -> Iterator[Record]:
+    """Parse `stream` lazily into IssueRecord and CommentRecord, in file order.
+
+    `default_repository` (owner/name) fills records that name no repository. Raises
+    ImportFormatError at the first bad byte, record or field; nothing else escapes.
+    """
+    if format != "auto" and format not in FORMATS:
+        raise ImportFormatError(f"unknown format {format!r}; expected auto, {', '.join(FORMATS)}")
+    if default_repository and not _REPOSITORY.fullmatch(default_repository):
+        raise ImportFormatError(f"repository must be owner/name, got {default_repository!r}")
+    reader, head = _open(stream, max_bytes)
+    chosen = detect_format(head, filename) if format == "auto" else format
+    parse = _iter_jsonl if chosen == "jsonl" else _iter_csv if chosen == "csv" else _iter_array
+    for record in parse(reader, head, chosen):
+        if record.repository is None and default_repository:
+            record = dataclasses.replace(record, repository=default_repository)
+        yield record
+
+
+def _iter_array(
+    reader: io.BufferedReader[_CheckedReader], head: bytes, format: str
+) -> Iterator[Record]:
+    first = head.lstrip()[:1]
+    if first == b"{":
+        raise ImportFormatError("expected a JSON array at the top level, found an object")
+    if first != b"[":
+        found = first.decode("utf-8", "replace")
+        raise ImportFormatError(
+            f"not valid JSON: expected an array starting with '[', got {found!r}"
+        )
+    index, kind = 0, "rest"
+    try:
+        for index, obj in enumerate(ijson.items(reader, "item", use_float=True), 1):
+            kind = _kind(obj, kind, format)
+            yield _build(obj, index, f"record {index}", _BUILDERS[kind])
+    except ijson.JSONError as error:
+        raise _json_error(error, index) from None
+
+
+def _json_error(error: Exception, complete: int) -> ImportFormatError:
+    message = error.args[0] if error.args else error
+    if isinstance(message, bytes):
+        message = message.decode("utf-8", "replace")
+    first_line = str(message).strip().splitlines()[0]
+    if "premature EOF" in first_line:
+        detail = "JSON is truncated: the file ends before this record is complete"
+        return ImportFormatError(detail, record=f"record {complete + 1}")
+    if "trailing garbage" in first_line:
+        return ImportFormatError(
+            f"not valid JSON: text after the end of the array (after record {complete})"
+        )
+    return ImportFormatError(f"not valid JSON ({first_line})", record=f"record {complete + 1}")
+
+
+def _iter_jsonl(
+    reader: io.BufferedReader[_CheckedReader], head: bytes, format: str
+) -> Iterator[Record]:
+    kind = "rest"
+    for number, line in enumerate(reader, 1):
+        if line.strip():
+            obj = _json_line(line, number)
+            kind = _kind(obj, kind, format)
+            yield _build(obj, number, f"line {number}", _BUILDERS[kind])
+
+
+def _json_line(line: bytes, number: int) -> Any:
+    try:
+        return json.loads(line.decode("utf-8").rstrip(), parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as error:
+        detail = str(error)
+        if isinstance(error, json.JSONDecodeError):
+            detail = f"{error.msg} at column {error.colno}"
+        raise ImportFormatError(f"not valid JSON ({detail})", record=f"line {number}") from None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed")
+
+
+# --- building records -------------------------------------------------------------------------
+Builder = Callable[[dict[str, Any], int], Record]
+
+
+def _build(obj: Any, index: int, where: str, build: Builder) -> Record:
+    """`build` the record, naming it in any error: "record 3 (number 812)", "line 4"."""
+    if not isinstance(obj, dict):
+        raise ImportFormatError(f"expected an object, got {_describe(obj)}", record=where)
+    number = str(obj.get("number")).strip()
+    label = f"{where} (number {number})" if _INTEGER.fullmatch(number) else where
+    try:
+        return build(obj, index)
+    except ImportFormatError as error:
+        raise ImportFormatError(error.detail, record=label, field=error.field) from None
+
+
+# Where the fields that differ by name live in each JSON shape; errors name these keys.
+_REST_KEYS = {"author": "user", "html_url": "html_url", "state_reason": "state_reason"}
+_REST_KEYS |= {"created_at": "created_at", "updated_at": "updated_at", "closed_at": "closed_at"}
+_GH_KEYS = {"author": "author", "html_url": "url", "state_reason": "stateReason"}
+_GH_KEYS |= {"created_at": "createdAt", "updated_at": "updatedAt", "closed_at": "closedAt"}
+
+
+def _json_issue(obj: dict[str, Any], index: int, key: dict[str, str]) -> IssueRecord:
+    rest = key is _REST_KEYS
+    html_url = _text(obj, key["html_url"])
+    closed_at = _date(obj, key["closed_at"])
+    return IssueRecord(
+        index=index,
+        repository=_repository(obj.get("repository_url"), obj.get("url"), html_url),
+        number=_number(obj),
+        github_id=_optional_int(obj, "id") if rest else None,  # gh prints node ids, not numbers
+        title=_title(obj),
+        body=_body(obj),
+        state=_state(obj, closed_at),
+        state_reason=_text(obj, key["state_reason"]).lower(),
+        labels=_labels(obj),
+        author=_login(obj, key["author"]),
+        created_at=_date(obj, key["created_at"]),
+        updated_at=_date(obj, key["updated_at"]),
+        closed_at=closed_at,
+        is_pull_request=obj.get("pull_request") is not None if rest else _gh_pull(obj, html_url),
+        html_url=html_url,
+        comments_count=_count(obj),
+        raw=obj,
+    )
+
+
+def _gh_pull(obj: dict[str, Any], url: str) -> bool:
+    flag = obj.get("isPullRequest")
+    return flag if type(flag) is bool else "/pull/" in url
+
+
+def _rest_comment(obj: dict[str, Any], index: int) -> CommentRecord:
+    repository, issue_number = _issue_link(obj)
+    return CommentRecord(
+        index=index,
+        repository=repository,
+        issue_number=issue_number,
+        github_id=_optional_int(obj, "id"),
+        author=_login(obj, "user"),
+        body=_body(obj),
+        created_at=_date(obj, "created_at"),
+        updated_at=_date(obj, "updated_at"),
+        raw=obj,
+    )
+
+
+_BUILDERS: dict[str, Builder] = {
+    "rest": lambda obj, index: _json_issue(obj, index, _REST_KEYS),
+    "gh": lambda obj, index: _json_issue(obj, index, _GH_KEYS),
+    "comment": _rest_comment,
+}
+
+
+# --- CSV --------------------------------------------------------------------------------------
+def _iter_csv(
+    reader: io.BufferedReader[_CheckedReader], head: bytes, format: str
+) -> Iterator[Record]:
+    # strict: an unclosed quote is an error, not a field that swallows the rest of the file.
+    rows = csv.reader(io.TextIOWrapper(reader, encoding="utf-8", newline=""), strict=True)
+    index = 0
+    try:
+        header = _header(next(rows, []))
+        for cells in rows:
+            if any(cell.strip() for cell in cells):  # blank lines are not records
+                index += 1
+                yield _build(_row(header, cells, index), index, f"record {index}", _csv_issue)
+    except csv.Error as error:
+        raise ImportFormatError(f"not valid CSV ({error})", record=f"record {index + 1}") from None
+
+
+def _header(cells: list[str]) -> list[str]:
+    header = [cell.strip().lower() for cell in cells]
+    missing = [name for name in ("number", "title") if name not in header]
+    if missing:
+        raise ImportFormatError(f"CSV is missing required columns: {', '.join(missing)}")
+    repeated = sorted({name for name in header if header.count(name) > 1})
+    if repeated:
+        raise ImportFormatError(f"CSV has repeated columns: {', '.join(repeated)}")
+    return header
+
+
+def _row(header: list[str], cells: list[str], index: int) -> dict[str, str]:
+    if len(cells) > len(header):
+        detail = f"row has {len(cells)} fields but the header has {len(header)}"
+        raise ImportFormatError(detail, record=f"record {index}")
+    # Spreadsheets drop trailing empty cells, so a short row is padded rather than refused.
+    return dict(zip(header, cells + [""] * (len(header) - len(cells)), strict=True))
+
+
+def _csv_issue(row: dict[str, str], index: int) -> IssueRecord:
+    cell: dict[str, Any] = {name: text.strip() for name, text in row.items() if text.strip()}
+    for name in ("number", "github_id", "comments_count"):
+        if name in cell:
+            cell[name] = _csv_int(cell[name], name)
+    closed_at = _date(cell, "closed_at")
+    return IssueRecord(
+        index=index,
+        repository=_csv_repository(cell) or _repository(cell.get("html_url")),
+        number=_number(cell),
+        github_id=_optional_int(cell, "github_id"),
+        title=_title(cell),
+        body=_body(row),
+        state=_state(cell, closed_at),
+        state_reason=_text(cell, "state_reason").lower(),
+        labels=tuple(name.strip() for name in _text(cell, "labels").split(";") if name.strip()),
+        author=_text(cell, "author"),
+        created_at=_date(cell, "created_at"),
+        updated_at=_date(cell, "updated_at"),
+        closed_at=closed_at,
+        is_pull_request=_flag(_text(cell, "is_pull_request")),
+        html_url=_text(cell, "html_url"),
+        comments_count=cell.get("comments_count", 0),
+        raw=dict(row),
+    )
+
+
+def _csv_int(text: str, name: str) -> int:
+    if not _INTEGER.fullmatch(text):
+        raise ImportFormatError(f"expected an integer, got {_clip(text)!r}", field=name)
+    return int(text)
+
+
+def _csv_repository(cell: dict[str, Any]) -> str | None:
+    text = cell.get("repository")
+    if text and not _REPOSITORY.fullmatch(text):
+        raise ImportFormatError(f"expected owner/name, got {_clip(text)!r}", field="repository")
+    return text
+
+
+def _flag(text: str) -> bool:
+    if text.lower() not in _FLAGS:
+        detail = f"expected true/false, 1/0 or yes/no, got {_clip(text)!r}"
+        raise ImportFormatError(detail, field="is_pull_request")
+    return _FLAGS[text.lower()]
+
+
+# --- fields: each reads `key` of a parsed object and raises naming it -----------------------
+def _number(obj: Mapping[str, Any]) -> int:
+    if "number" not in obj:
+        raise ImportFormatError("missing", field="number")
+    number = _optional_int(obj, "number")
+    if number is None or number < 1:
+        detail = f"expected a positive integer, got {_describe(obj['number'])}"
+        raise ImportFormatError(detail, field="number")
+    return number
+
+
+def _optional_int(obj: Mapping[str, Any], key: str) -> int | None:
+    value = obj.get(key)
+    # bool is an int subclass in Python, but `true` is no issue number or id.
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise ImportFormatError(f"expected an integer, got {_describe(value)}", field=key)
+
+
+def _title(obj: Mapping[str, Any]) -> str:
+    if obj.get("title") is None:
+        raise ImportFormatError("missing", field="title")
+    title = _text(obj, "title")
+    if not title.strip():
+        raise ImportFormatError("empty", field="title")
+    return title
+
+
+def _text(obj: Mapping[str, Any], key: str) -> str:
+    value = obj.get(key)
+    if value is None or isinstance(value, str):
+        return value or ""
+    raise ImportFormatError(f"expected a string, got {_describe(value)}", field=key)
+
+
+def _body(obj: Mapping[str, Any]) -> str:
+    return _text(obj, "body").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _state(obj: Mapping[str, Any], closed_at: datetime | None) -> str:
+    value = obj.get("state")
+    if value is None or value == "":
+        return "closed" if closed_at else "open"
+    if isinstance(value, str) and value.lower() in _STATES:
+        return _STATES[value.lower()]
+    raise ImportFormatError(f"expected open or closed, got {_describe(value)}", field="state")
+
+
+def _date(obj: Mapping[str, Any], key: str) -> datetime | None:
+    value = obj.get(key)
+    if value is None or value == "":
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)  # Python 3.11 reads "Z" and offsets
+        return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).astimezone(UTC)
+    except (TypeError, ValueError, OverflowError):
+        raise ImportFormatError(f"invalid date {_clip(value)!r}", field=key) from None
+
+
+def _labels(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    value = obj.get("labels")
+    if value is not None and not isinstance(value, list):
+        raise ImportFormatError(f"expected a list, got {_describe(value)}", field="labels")
+    return tuple(_label_name(label, position) for position, label in enumerate(value or (), 1))
+
+
+def _label_name(label: Any, position: int) -> str:
+    name = label.get("name") if isinstance(label, dict) else label
+    if isinstance(name, str) and name.strip():
+        return name
+    detail = f"label {position} is {_describe(label)}, not a name or an object with a 'name'"
+    raise ImportFormatError(detail, field="labels")
+
+
+def _login(obj: Mapping[str, Any], key: str) -> str:
+    value = obj.get(key)
+    login = value.get("login") if isinstance(value, dict) else value
+    if value is None or (isinstance(value, dict) and isinstance(login, str | None)):
+        return login or ""
+    raise ImportFormatError(f"expected an object with a 'login', got {_describe(value)}", field=key)
+
+
+def _count(obj: Mapping[str, Any]) -> int:
+    value = obj.get("comments")  # REST gives a count, gh the comments themselves
+    return len(value) if isinstance(value, list) else value if type(value) is int else 0
+
+
+def _repository(*urls: Any) -> str | None:
+    for url in urls:
+        if match := _match_url(url):
+            return f"{match[1]}/{match[2]}"
+    return None
+
+
+def _match_url(url: Any) -> re.Match[str] | None:
+    if not isinstance(url, str):
+        return None
+    return _API_URL.match(url) or _WEB_URL.match(url)
+
+
+def _issue_link(obj: Mapping[str, Any]) -> tuple[str, int]:
+    url = obj.get("issue_url")
+    if url is None or url == "":
+        raise ImportFormatError("missing", field="issue_url")
+    match = _match_url(url)
+    if not match or not match[3]:
+        raise ImportFormatError(f"no issue number in {_clip(url)!r}", field="issue_url")
+    return f"{match[1]}/{match[2]}", int(match[3])
+
+
+def _describe(value: Any) -> str:
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, str):
+        return f"string {_clip(value)!r}"
+    if isinstance(value, int | float):
+        return f"number {value!r}"
+    return "an object" if isinstance(value, dict) else "an array"
+
+
+def _clip(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
