@@ -251,7 +251,8 @@ def _kind(obj: Any, previous: str, format: str) -> str:
         return "gh" if format == "gh" else "rest"
     if "number" not in obj and ("issue_url" in obj or previous == "comment"):
         return "comment"
-    return "gh" if format == "jsonl" and _looks_like_gh(obj) else "rest"
+    # Also in "github" arrays: detection may have seen too little of a gh file to tell.
+    return "gh" if _looks_like_gh(obj) else "rest"
 
 
 # --- entry point ------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ from typing import IO, Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Count, OuterRef, Subquery
+from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from annotator.jobs import close_progress_connection, report_progress
@@ -419,25 +421,30 @@ def _refresh_search(issue_ids: set[int]) -> None:
     Also raises comments_count to the number of stored comments, for exports that carry
     comments but not GitHub's count.
     """
-    if not issue_ids or connection.vendor != "postgresql":
+    if not issue_ids:
+        return
+    stored = (
+        IssueComment.objects.filter(issue=OuterRef("pk"))
+        .order_by()
+        .values("issue")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    Issue.objects.filter(pk__in=issue_ids).update(
+        comments_count=Greatest("comments_count", Coalesce(Subquery(stored), 0))
+    )
+    if connection.vendor != "postgresql":
         return
     with connection.cursor() as cursor:
         cursor.execute(
             """
-            UPDATE issues_issue AS i SET
-              search_vector =
+            UPDATE issues_issue AS i SET search_vector =
                 setweight(to_tsvector(%(config)s::regconfig, left(i.title, %(limit)s)), 'A')
                 || setweight(to_tsvector(%(config)s::regconfig, left(i.body, %(limit)s)), 'B')
-                || setweight(
-                  to_tsvector(%(config)s::regconfig, left(coalesce(c.text, ''), %(limit)s)), 'C'),
-              comments_count = greatest(i.comments_count, coalesce(c.n, 0))
-            FROM (SELECT i2.id, agg.text, agg.n FROM issues_issue i2
-                  LEFT JOIN LATERAL (
-                    SELECT string_agg(body, ' ') AS text, count(*) AS n
-                    FROM issues_issuecomment WHERE issue_id = i2.id
-                  ) agg ON true
-                  WHERE i2.id = ANY(%(ids)s)) AS c
-            WHERE i.id = c.id
+                || setweight(to_tsvector(%(config)s::regconfig, left(coalesce(
+                     (SELECT string_agg(c.body, ' ') FROM issues_issuecomment c
+                      WHERE c.issue_id = i.id), ''), %(limit)s)), 'C')
+            WHERE i.id = ANY(%(ids)s)
             """,
             {"config": SEARCH_CONFIG, "limit": SEARCH_TEXT_LIMIT, "ids": list(issue_ids)},
         )
