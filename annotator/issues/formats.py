@@ -9,7 +9,8 @@ Formats (``iter_records(format=...)``):
 
 github  A JSON array of GitHub REST objects as ``GET /repos/{owner}/{repo}/issues`` (issues and
         pull requests) or ``GET /repos/{owner}/{repo}/issues/comments`` returns them. An element
-        with ``issue_url`` and no ``number`` is a comment.
+        with ``issue_url`` and no ``number`` is a comment; one with gh's camelCase keys is read
+        as in ``gh`` (detection sees only the first 64 KB).
 gh      A JSON array as printed by ``gh issue list --json number,title,body,state,stateReason,
         labels,author,createdAt,updatedAt,closedAt,url,comments``.
 jsonl   One JSON object per line, each shaped as a REST issue, REST comment or gh issue (decided
@@ -43,7 +44,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeAlias
 
 import ijson
 
@@ -188,9 +189,11 @@ class _CheckedReader(io.RawIOBase):
             raise ImportFormatError(f"not valid UTF-8 at byte {start + error.start}") from None
 
 
-def _open(
-    stream: BinaryIO, max_bytes: int | None
-) -> tuple[io.BufferedReader[_CheckedReader], bytes]:
+_Reader: TypeAlias = "io.BufferedReader[_CheckedReader]"
+
+
+def _open(stream: BinaryIO, max_bytes: int | None) -> tuple[_Reader, bytes]:
+    """The stream buffered for peeking (no seek needed) and its head, past any BOM."""
     reader = io.BufferedReader(_CheckedReader(stream, max_bytes), buffer_size=_HEAD_SIZE)
     head = reader.peek(_HEAD_SIZE)[:_HEAD_SIZE]
     if head.startswith(_BOM):
@@ -282,9 +285,7 @@ def iter_records(
         yield record
 
 
-def _iter_array(
-    reader: io.BufferedReader[_CheckedReader], head: bytes, format: str
-) -> Iterator[Record]:
+def _iter_array(reader: _Reader, head: bytes, format: str) -> Iterator[Record]:
     first = head.lstrip()[:1]
     if first == b"{":
         raise ImportFormatError("expected a JSON array at the top level, found an object")
@@ -317,9 +318,7 @@ def _json_error(error: Exception, complete: int) -> ImportFormatError:
     return ImportFormatError(f"not valid JSON ({first_line})", record=f"record {complete + 1}")
 
 
-def _iter_jsonl(
-    reader: io.BufferedReader[_CheckedReader], head: bytes, format: str
-) -> Iterator[Record]:
+def _iter_jsonl(reader: _Reader, head: bytes, format: str) -> Iterator[Record]:
     kind = "rest"
     for number, line in enumerate(reader, 1):
         if line.strip():
@@ -343,19 +342,28 @@ def _reject_constant(name: str) -> Any:
 
 
 # --- building records -------------------------------------------------------------------------
-Builder = Callable[[dict[str, Any], int], Record]
+_Builder = Callable[[dict[str, Any], int], Record]
 
 
-def _build(obj: Any, index: int, where: str, build: Builder) -> Record:
+def _build(obj: Any, index: int, where: str, build: _Builder) -> Record:
     """`build` the record, naming it in any error: "record 3 (number 812)", "line 4"."""
     if not isinstance(obj, dict):
         raise ImportFormatError(f"expected an object, got {_describe(obj)}", record=where)
     number = str(obj.get("number")).strip()
     label = f"{where} (number {number})" if _INTEGER.fullmatch(number) else where
     try:
-        return build(obj, index)
+        return _refuse_nul(build(obj, index))
     except ImportFormatError as error:
         raise ImportFormatError(error.detail, record=label, field=error.field) from None
+
+
+def _refuse_nul(record: Record) -> Record:
+    """PostgreSQL text cannot hold U+0000: refuse it here, naming the field, rather than fail
+    later in the database with a message that names neither record nor field."""
+    for name in ("title", "body", "author", "state_reason", "html_url"):
+        if "\x00" in getattr(record, name, ""):
+            raise ImportFormatError("contains a NUL character (\\u0000)", field=name)
+    return record
 
 
 # Where the fields that differ by name live in each JSON shape; errors name these keys.
@@ -410,7 +418,7 @@ def _rest_comment(obj: dict[str, Any], index: int) -> CommentRecord:
     )
 
 
-_BUILDERS: dict[str, Builder] = {
+_BUILDERS: dict[str, _Builder] = {
     "rest": lambda obj, index: _json_issue(obj, index, _REST_KEYS),
     "gh": lambda obj, index: _json_issue(obj, index, _GH_KEYS),
     "comment": _rest_comment,
@@ -418,9 +426,7 @@ _BUILDERS: dict[str, Builder] = {
 
 
 # --- CSV --------------------------------------------------------------------------------------
-def _iter_csv(
-    reader: io.BufferedReader[_CheckedReader], head: bytes, format: str
-) -> Iterator[Record]:
+def _iter_csv(reader: _Reader, head: bytes, format: str) -> Iterator[Record]:
     # strict: an unclosed quote is an error, not a field that swallows the rest of the file.
     rows = csv.reader(io.TextIOWrapper(reader, encoding="utf-8", newline=""), strict=True)
     index = 0

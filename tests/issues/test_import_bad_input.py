@@ -35,6 +35,7 @@ BAD_INPUTS = [
     ("conflicting duplicate", json.dumps([rest_issue(1), rest_issue(1, title="x")]).encode(), "auto", r"record 2 \(number 1\).*'number'"),
     ("invalid date", json.dumps([rest_issue(1), rest_issue(2, created_at="2022-13-40")]).encode(), "auto", r"record 2.*'created_at'.*2022-13-40"),
     ("invalid utf-8", b'[{"number": 1, "title": "caf\xe9", "state": "open"}]', "auto", r"UTF-8"),
+    ("nul character", json.dumps([rest_issue(1), rest_issue(2, body="a\u0000b")]).encode(), "auto", r"record 2 \(number 2\).*'body'.*NUL"),
     ("csv missing columns", CSV_HEADER_ONLY_TITLE, "csv", r"missing required columns: number"),
     ("csv bad number", b"number,title,repository\nx,Hello,a/b\n", "csv", r"record 1.*'number'"),
     ("jsonl bad line", b'{"number": 1, "title": "a", "state": "open", "repository_url": "https://api.github.com/repos/a/b"}\n{nope\n', "jsonl", r"line 2"),
