@@ -24,7 +24,7 @@ def report_progress(model: type[models.Model], pk: int, **fields: Any) -> None:
             model._default_manager.filter(pk=pk).update(**fields)
         return
     side = _side_connection()
-    columns = ", ".join(f'"{model._meta.get_field(name).column}" = %s' for name in fields)
+    columns = ", ".join(f'"{_column(model, name)}" = %s' for name in fields)
     with side.cursor() as cursor:
         cursor.execute(
             f'UPDATE "{model._meta.db_table}" SET {columns} WHERE "{model._meta.pk.column}" = %s',
@@ -38,6 +38,13 @@ def close_progress_connection() -> None:
     if side is not None:
         side.close()
         _local.connection = None
+
+
+def _column(model: type[models.Model], name: str) -> str:
+    field = model._meta.get_field(name)
+    if not isinstance(field, models.Field) or field.column is None:
+        raise ValueError(f"{model.__name__}.{name} is not a concrete field")
+    return field.column
 
 
 def _side_connection() -> Any:
