@@ -43,7 +43,9 @@ def test_researcher_logs_in_searches_reads_a_log_and_uploads(
     expect(log).to_contain_text("torchrun --nnodes=4")
 
     upload = tmp_path / "new-issues.json"
-    upload.write_text(json.dumps([rest_issue(n, repo="NVIDIA/Megatron-LM") for n in range(1, 3001)]))
+    upload.write_text(
+        json.dumps([rest_issue(n, repo="NVIDIA/Megatron-LM") for n in range(1, 3001)])
+    )
     page.get_by_role("link", name="Import").click()
     page.get_by_label("File").set_input_files(str(upload))
     page.get_by_role("button", name="Upload and import").click()
@@ -51,7 +53,9 @@ def test_researcher_logs_in_searches_reads_a_log_and_uploads(
     expect(page.locator("h1")).to_have_text("Importing new-issues.json")
     expect(page.locator("[data-status]")).to_have_text("succeeded", timeout=60_000)
     expect(page.locator("#import-progress")).to_have_attribute("value", "100")
-    expect(page.get_by_role("status")).to_have_text("created 3000, updated 0, unchanged 0, skipped 0")
+    expect(page.get_by_role("status")).to_have_text(
+        "created 3000, updated 0, unchanged 0, skipped 0"
+    )
     assert ImportJob.objects.get().status == "succeeded"
 
     page.get_by_role("link", name="Browse the issues →").click()

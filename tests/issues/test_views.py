@@ -242,7 +242,9 @@ def test_job_status_partial_stops_polling_when_finished(logged_in_client):
 
 def test_failed_job_page_says_nothing_was_imported(logged_in_client):
     job = ImportJob.objects.create(
-        original_name="x.json", status=ImportJob.Status.FAILED, error="record 2: field 'number': missing"
+        original_name="x.json",
+        status=ImportJob.Status.FAILED,
+        error="record 2: field 'number': missing",
     )
 
     content = logged_in_client.get(job.get_absolute_url()).content.decode()
