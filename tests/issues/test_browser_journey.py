@@ -31,10 +31,16 @@ def test_researcher_logs_in_searches_reads_a_log_and_uploads(
     page.get_by_role("button", name="Log in").click()
 
     expect(page.locator(".count")).to_have_text("36 issues")
-    page.get_by_label("Search").fill("NCCL")
-    page.get_by_label("Search").press("Enter")
+    page.locator("h1").click()
+    page.keyboard.press("/")
+    expect(page.get_by_label("Search")).to_be_focused()
+    page.keyboard.type("NCCL")
+    page.keyboard.press("Enter")
     expect(page.locator(".count")).to_contain_text("matching “NCCL”")
     expect(page).to_have_url(re.compile(r"q=NCCL"))
+    page.locator("h1").click()
+    page.keyboard.press("j")
+    expect(page.locator("[data-row-link]").first).to_be_focused()
     page.get_by_role("link", name=re.compile("multi-node training hanging")).click()
 
     expect(page.locator("h1")).to_contain_text("#6377")

@@ -157,7 +157,7 @@ def test_issue_page_never_serves_active_content_from_bodies(logged_in_client, pa
 
     page = TagCollector.parse(logged_in_client.get(issue.get_absolute_url()).content.decode())
 
-    assert page.scripts == ["/static/js/htmx.min.js"]
+    assert page.scripts == ["/static/js/htmx.min.js", "/static/js/app.js"]
     assert page.forms == ["/logout/"]
     assert not {"iframe", "svg", "object", "embed"} & page.tags
     for tag, name, value in page.attributes:

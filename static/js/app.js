@@ -1,0 +1,29 @@
+// Keyboard shortcuts shared by every page. Each page lists the ones it offers.
+//   /      focus the search box
+//   j / k  move to the next / previous row of a list (Enter opens it)
+(function () {
+  "use strict";
+  function typing(target) {
+    return target.closest("input, textarea, select, [contenteditable]") !== null;
+  }
+  function moveRow(step) {
+    var links = Array.prototype.slice.call(document.querySelectorAll("[data-row-link]"));
+    if (!links.length) return;
+    var current = links.indexOf(document.activeElement);
+    var next = current === -1 ? (step > 0 ? 0 : links.length - 1) : current + step;
+    next = Math.max(0, Math.min(links.length - 1, next));
+    links[next].focus();
+    links[next].closest("tr").scrollIntoView({ block: "nearest" });
+  }
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
+    if (event.key === "/") {
+      var search = document.querySelector("input[type=search]");
+      if (search) { event.preventDefault(); search.focus(); search.select(); }
+    } else if (event.key === "j") {
+      moveRow(1);
+    } else if (event.key === "k") {
+      moveRow(-1);
+    }
+  });
+})();
