@@ -4,6 +4,7 @@ from pathlib import Path
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
 from annotator.issues.services import import_issues
@@ -27,6 +28,8 @@ class Command(BaseCommand):
             with (DEMO_DATA / name).open("rb") as stream:
                 counts = import_issues(stream=stream, filename=name)
             self.stdout.write(f"{name}: {counts}")
+        # The seed codebook, published; left alone when it exists (the owner may have evolved it).
+        call_command("load_codebook", publish=True, if_missing=True, stdout=self.stdout._out)
         self._owner(username, password)
 
     def _owner(self, username: str, password: str) -> None:

@@ -1,0 +1,305 @@
+"""The codebook file format (JSON or YAML): parse and validate, and write. Imports no Django.
+
+A document is a mapping:
+
+    format: annotator-codebook/1          # optional when reading
+    codebook: {name, slug, description}   # name required; slug defaults from the name
+    version: {number, status, changelog}  # informational; changelog is kept on import
+    facets:                               # in order
+      - key: symptom                      # unique; letters, digits, - and _
+        name: Symptom
+        kind: single | multi
+        required: false
+        help: ...
+        categories:                       # in order; `parent` names a code of the same facet
+          - {code, name, parent, definition, include, exclude, examples, archived}
+
+Every problem is reported as a `CodebookFormatError` naming the facet key, the category code and
+the field, e.g. "facet 'symptom', category 'oom': field 'parent': unknown parent 'memory'".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import yaml
+
+FORMAT = "annotator-codebook/1"
+FACET_KINDS = ("single", "multi")
+NAME_LIMIT = 200
+SLUG = re.compile(r"^[-a-zA-Z0-9_]+$")
+TEXT_FIELDS = ("definition", "include", "exclude", "examples")
+CODEBOOK_FIELDS = {"name", "slug", "description"}
+FACET_FIELDS = {"key", "name", "kind", "required", "help", "categories"}
+CATEGORY_FIELDS = {"code", "name", "parent", "archived", *TEXT_FIELDS}
+
+
+class CodebookFormatError(ValueError):
+    """A codebook file that cannot be imported; the message names the element and field."""
+
+
+@dataclass(frozen=True)
+class CategorySpec:
+    code: str
+    name: str
+    parent: str | None = None
+    definition: str = ""
+    include: str = ""
+    exclude: str = ""
+    examples: str = ""
+    archived: bool = False
+
+
+@dataclass(frozen=True)
+class FacetSpec:
+    key: str
+    name: str
+    kind: str = "single"
+    required: bool = False
+    help: str = ""
+    categories: tuple[CategorySpec, ...] = ()
+
+
+@dataclass(frozen=True)
+class CodebookSpec:
+    name: str
+    slug: str
+    description: str = ""
+    changelog: str = ""
+    facets: tuple[FacetSpec, ...] = ()
+
+
+# Reading -------------------------------------------------------------------------------------
+
+
+def load_document(data: bytes | str, fmt: str = "auto") -> Any:
+    """Decode JSON or YAML text (fmt "json", "yaml" or "auto": JSON when it starts with "{")."""
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+    except UnicodeDecodeError as error:
+        raise CodebookFormatError(f"the file is not UTF-8 text (byte {error.start})") from error
+    if not text.strip():
+        raise CodebookFormatError("the file is empty")
+    if fmt == "json" or (fmt == "auto" and text.lstrip().startswith("{")):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as error:
+            raise CodebookFormatError(
+                f"not valid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
+            ) from error
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or str(error)
+        raise CodebookFormatError(f"not valid YAML{where}: {problem}") from error
+
+
+def parse_codebook(document: Any) -> CodebookSpec:
+    """Validate a decoded document and return it as a CodebookSpec (categories keep file order)."""
+    if not isinstance(document, Mapping):
+        raise CodebookFormatError("the file must hold a mapping with 'codebook' and 'facets'")
+    if document.get("format", FORMAT) != FORMAT:
+        raise CodebookFormatError(f"field 'format': expected {FORMAT!r}")
+    head = _mapping(document.get("codebook"), "codebook")
+    _check_fields(head, "codebook", CODEBOOK_FIELDS)
+    name = _text(head, "name", "codebook", required=True)
+    slug = _text(head, "slug", "codebook") or slugify(name)
+    _check_slug(slug, "codebook", "slug")
+    version = document.get("version") or {}
+    changelog = _text(version, "changelog", "version") if isinstance(version, Mapping) else ""
+    facets = document.get("facets")
+    if not isinstance(facets, list) or not facets:
+        raise CodebookFormatError("field 'facets': a non-empty list of facets is required")
+    specs = tuple(_parse_facet(raw, index) for index, raw in enumerate(facets, 1))
+    _check_unique([facet.key for facet in specs], lambda key: f"facet {key!r}", "key")
+    return CodebookSpec(
+        name=name,
+        slug=slug,
+        description=_text(head, "description", "codebook"),
+        changelog=changelog,
+        facets=specs,
+    )
+
+
+def _parse_facet(raw: Any, index: int) -> FacetSpec:
+    where = f"facet {index}"
+    facet = _mapping(raw, where)
+    key = _text(facet, "key", where, required=True)
+    where = f"facet {key!r}"
+    _check_slug(key, where, "key")
+    _check_fields(facet, where, FACET_FIELDS)
+    kind = facet.get("kind", "single")
+    if kind not in FACET_KINDS:
+        raise CodebookFormatError(
+            f"{where}: field 'kind': unknown facet kind {kind!r} (expected single or multi)"
+        )
+    categories = facet.get("categories") or []
+    if not isinstance(categories, list):
+        raise CodebookFormatError(f"{where}: field 'categories': expected a list")
+    specs = tuple(_parse_category(item, where, n) for n, item in enumerate(categories, 1))
+    _check_unique([c.code for c in specs], lambda code: f"{where}, category {code!r}", "code")
+    _check_hierarchy(specs, where)
+    return FacetSpec(
+        key=key,
+        name=_text(facet, "name", where, required=True),
+        kind=kind,
+        required=_bool(facet, "required", where),
+        help=_text(facet, "help", where),
+        categories=specs,
+    )
+
+
+def _parse_category(raw: Any, facet: str, index: int) -> CategorySpec:
+    where = f"{facet}, category {index}"
+    category = _mapping(raw, where)
+    code = _text(category, "code", where, required=True)
+    where = f"{facet}, category {code!r}"
+    _check_slug(code, where, "code")
+    _check_fields(category, where, CATEGORY_FIELDS)
+    parent = category.get("parent")
+    if parent is not None and not isinstance(parent, str):
+        raise CodebookFormatError(f"{where}: field 'parent': expected a category code")
+    return CategorySpec(
+        code=code,
+        name=_text(category, "name", where, required=True),
+        parent=parent or None,
+        archived=_bool(category, "archived", where),
+        **{field: _text(category, field, where) for field in TEXT_FIELDS},
+    )
+
+
+def _check_hierarchy(categories: Sequence[CategorySpec], facet: str) -> None:
+    parents = {c.code: c.parent for c in categories}
+    for category in categories:
+        if category.parent is not None and category.parent not in parents:
+            raise CodebookFormatError(
+                f"{facet}, category {category.code!r}: field 'parent': "
+                f"unknown parent {category.parent!r}"
+            )
+    for category in categories:
+        path, code = [category.code], category.parent
+        while code is not None:
+            path.append(code)
+            if code == category.code:
+                raise CodebookFormatError(
+                    f"{facet}, category {category.code!r}: field 'parent': "
+                    f"cycle in the hierarchy: {' → '.join(path)}"
+                )
+            if len(path) > len(parents) + 1:
+                break  # a cycle further up, reported when its own members are checked
+            code = parents[code]
+
+
+def _mapping(raw: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise CodebookFormatError(f"{where}: expected a mapping of fields")
+    return raw
+
+
+def _check_fields(raw: Mapping[str, Any], where: str, allowed: set[str]) -> None:
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        expected = ", ".join(sorted(allowed))
+        raise CodebookFormatError(
+            f"{where}: field {unknown[0]!r}: unknown field (expected one of {expected})"
+        )
+
+
+def _text(raw: Mapping[str, Any], field: str, where: str, *, required: bool = False) -> str:
+    value = raw.get(field)
+    if value is None or value == "":
+        if required:
+            raise CodebookFormatError(f"{where}: field {field!r}: missing")
+        return ""
+    if not isinstance(value, str):
+        raise CodebookFormatError(f"{where}: field {field!r}: expected text, got {value!r}")
+    if field == "name" and len(value.strip()) > NAME_LIMIT:
+        raise CodebookFormatError(f"{where}: field 'name': longer than {NAME_LIMIT} characters")
+    return value.strip()
+
+
+def _bool(raw: Mapping[str, Any], field: str, where: str) -> bool:
+    value = raw.get(field, False)
+    if not isinstance(value, bool):
+        raise CodebookFormatError(f"{where}: field {field!r}: expected true or false")
+    return value
+
+
+def _check_slug(value: str, where: str, field: str) -> None:
+    limit = 50 if field == "key" else 80 if field == "code" else 100
+    if not SLUG.match(value) or len(value) > limit:
+        raise CodebookFormatError(
+            f"{where}: field {field!r}: {value!r} must be at most {limit} letters, digits, - or _"
+        )
+
+
+def _check_unique(values: Sequence[str], where: Any, field: str) -> None:
+    seen: set[str] = set()
+    for value in values:
+        if value in seen:
+            message = f"{where(value)}: field {field!r}: duplicate {field} {value!r}"
+            raise CodebookFormatError(message)
+        seen.add(value)
+
+
+def slugify(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:100] or "codebook"
+
+
+# Writing -------------------------------------------------------------------------------------
+
+
+def to_document(
+    spec: CodebookSpec, *, number: int | None = None, status: str = ""
+) -> dict[str, Any]:
+    """The document for a spec: fields in a fixed order, empty optional fields left out."""
+    version: dict[str, Any] = {"number": number, "status": status, "changelog": spec.changelog}
+    return {
+        "format": FORMAT,
+        "codebook": {"name": spec.name, "slug": spec.slug, "description": spec.description},
+        "version": {key: value for key, value in version.items() if value not in (None, "")},
+        "facets": [_facet_document(facet) for facet in spec.facets],
+    }
+
+
+def _facet_document(facet: FacetSpec) -> dict[str, Any]:
+    document = {key: value for key, value in asdict(facet).items() if key != "categories"}
+    document["categories"] = [_category_document(c) for c in facet.categories]
+    return document
+
+
+def _category_document(category: CategorySpec) -> dict[str, Any]:
+    document: dict[str, Any] = {"code": category.code, "name": category.name}
+    if category.parent:
+        document["parent"] = category.parent
+    document.update({field: getattr(category, field) for field in TEXT_FIELDS})
+    if category.archived:
+        document["archived"] = True
+    return document
+
+
+class _Dumper(yaml.SafeDumper):
+    """Writes multi-line text as literal blocks, so a YAML export reads like the guideline."""
+
+
+def _represent_text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_text)
+
+
+def dump_document(document: Mapping[str, Any], fmt: str) -> str:
+    """The document as JSON (indented) or YAML text."""
+    if fmt == "json":
+        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    if fmt == "yaml":
+        return yaml.dump(document, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+    raise ValueError(f"unknown format {fmt!r} (expected json or yaml)")

@@ -1,0 +1,206 @@
+"""Input and output shapes of the codebook API (small, one per use)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from .models import Category, Codebook, CodebookVersion, Facet, Proposal
+
+
+class CategoryOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Category
+        fields = [
+            "id", "facet", "parent", "origin", "code", "name", "definition", "include",
+            "exclude", "examples", "order", "archived",
+        ]  # fmt: skip
+
+
+class FacetOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Facet
+        fields = ["id", "version", "key", "name", "kind", "required", "order", "help"]
+
+
+class FacetTreeOutput(FacetOutput):
+    categories = CategoryOutput(many=True, read_only=True)
+
+    class Meta(FacetOutput.Meta):
+        fields = [*FacetOutput.Meta.fields, "categories"]
+
+
+class VersionSummaryOutput(serializers.ModelSerializer):
+    # Plain text rather than an enum: three models have a "status" and their enums would collide.
+    status = serializers.CharField(read_only=True, help_text="draft or published")
+
+    class Meta:
+        model = CodebookVersion
+        fields = [
+            "id", "codebook", "number", "status", "based_on", "changelog", "created_at",
+            "published_at",
+        ]  # fmt: skip
+
+
+class VersionOutput(VersionSummaryOutput):
+    facets = FacetTreeOutput(many=True, read_only=True)
+
+    class Meta(VersionSummaryOutput.Meta):
+        fields = [*VersionSummaryOutput.Meta.fields, "facets"]
+
+
+class CodebookOutput(serializers.ModelSerializer):
+    versions = VersionSummaryOutput(many=True, read_only=True)
+
+    class Meta:
+        model = Codebook
+        fields = ["id", "name", "slug", "description", "created_at", "versions"]
+
+
+class ImportInput(serializers.Serializer):
+    file = serializers.FileField(required=False, help_text="a JSON or YAML codebook file")
+    content = serializers.CharField(
+        required=False, trim_whitespace=False, help_text="the file's text, instead of `file`"
+    )
+    format = serializers.ChoiceField(choices=["auto", "json", "yaml"], default="auto")
+    codebook = serializers.PrimaryKeyRelatedField(
+        queryset=Codebook.objects.all(),
+        required=False,
+        allow_null=True,
+        help_text="import as the next version of this codebook (default: a new codebook)",
+    )
+    publish = serializers.BooleanField(default=False)
+
+    def validate(self, attrs: dict) -> dict:  # type: ignore[type-arg]
+        if bool(attrs.get("file")) == bool(attrs.get("content")):
+            raise serializers.ValidationError("send either `file` or `content`")
+        return attrs
+
+
+class PublishInput(serializers.Serializer):
+    changelog = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class FacetInput(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    kind = serializers.ChoiceField(choices=Facet.Kind.choices)
+    required = serializers.BooleanField()
+    help = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class CategoryCreateInput(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    code = serializers.CharField(max_length=80, required=False, allow_blank=True, default="")
+    parent = serializers.IntegerField(required=False, allow_null=True, default=None)
+    definition = serializers.CharField(required=False, allow_blank=True, default="")
+    include = serializers.CharField(required=False, allow_blank=True, default="")
+    exclude = serializers.CharField(required=False, allow_blank=True, default="")
+    examples = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class CategoryUpdateInput(serializers.Serializer):
+    name = serializers.CharField(max_length=200, required=False)
+    code = serializers.CharField(max_length=80, required=False)
+    definition = serializers.CharField(required=False, allow_blank=True)
+    include = serializers.CharField(required=False, allow_blank=True)
+    exclude = serializers.CharField(required=False, allow_blank=True)
+    examples = serializers.CharField(required=False, allow_blank=True)
+
+
+class MoveInput(serializers.Serializer):
+    parent = serializers.IntegerField(
+        required=False, allow_null=True, help_text="new parent id (null: a root category)"
+    )
+    direction = serializers.ChoiceField(
+        choices=["up", "down"], required=False, help_text="swap with a sibling instead"
+    )
+
+    def validate(self, attrs: dict) -> dict:  # type: ignore[type-arg]
+        if ("parent" in attrs) == ("direction" in attrs):
+            raise serializers.ValidationError("send either `parent` or `direction`")
+        return attrs
+
+
+class MergeInput(serializers.Serializer):
+    into = serializers.IntegerField(help_text="the category that remains")
+
+
+class SplitInput(serializers.Serializer):
+    names = serializers.ListField(child=serializers.CharField(max_length=200), default=list)
+    into = serializers.ListField(child=serializers.IntegerField(), default=list)
+
+
+class SplitOutput(serializers.Serializer):
+    categories = CategoryOutput(many=True)
+    affected_labels = serializers.ListField(child=serializers.JSONField())
+
+
+class FieldChangeOutput(serializers.Serializer):
+    field = serializers.CharField()
+    before = serializers.JSONField()
+    after = serializers.JSONField()
+
+
+class ChangeOutput(serializers.Serializer):
+    facet = serializers.CharField(source="category.facet.key")
+    category = serializers.IntegerField(source="category.pk")
+    code = serializers.CharField(source="category.code")
+    name = serializers.CharField(source="category.name")
+    before = serializers.IntegerField(source="before.pk", allow_null=True)
+    fields = FieldChangeOutput(many=True)
+    targets = serializers.ListField(child=serializers.CharField(), source="target_codes")
+    labels = serializers.IntegerField()
+
+
+class FacetChangeOutput(serializers.Serializer):
+    facet = serializers.CharField(source="facet.key")
+    fields = FieldChangeOutput(many=True)
+
+
+class DiffOutput(serializers.Serializer):
+    version = serializers.IntegerField(source="version.pk")
+    base = serializers.IntegerField(source="base.pk", allow_null=True)
+    facets_added = FacetChangeOutput(many=True)
+    facets_changed = FacetChangeOutput(many=True)
+    added = ChangeOutput(many=True)
+    changed = ChangeOutput(many=True)
+    merged = ChangeOutput(many=True)
+    split = ChangeOutput(many=True)
+    archived = ChangeOutput(many=True)
+    removed = ChangeOutput(many=True)
+    summary = serializers.CharField()
+
+
+class ProposalOutput(serializers.ModelSerializer):
+    facet_key = serializers.CharField(source="facet.key", read_only=True)
+    status = serializers.CharField(read_only=True, help_text="open, accepted, mapped or rejected")
+
+    class Meta:
+        model = Proposal
+        fields = [
+            "id", "facet", "facet_key", "parent", "name", "rationale", "issue", "status",
+            "resolved_to", "reason", "proposed_by", "resolved_by", "created_at", "resolved_at",
+        ]  # fmt: skip
+
+
+class ProposalInput(serializers.Serializer):
+    facet = serializers.PrimaryKeyRelatedField(queryset=Facet.objects.all())
+    name = serializers.CharField(max_length=200)
+    rationale = serializers.CharField(required=False, allow_blank=True, default="")
+    issue = serializers.CharField(max_length=300, required=False, allow_blank=True, default="")
+    parent = serializers.PrimaryKeyRelatedField(
+        queryset=Category.objects.all(), required=False, allow_null=True, default=None
+    )
+
+
+class AcceptInput(serializers.Serializer):
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    definition = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class MapInput(serializers.Serializer):
+    category = serializers.PrimaryKeyRelatedField(queryset=Category.objects.all())
+    reason = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class RejectInput(serializers.Serializer):
+    reason = serializers.CharField()

@@ -1,0 +1,162 @@
+"""Export a codebook version to JSON or YAML and import one, all or nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from ..errors import CodebookError
+from ..formats import (
+    CategorySpec,
+    CodebookSpec,
+    FacetSpec,
+    dump_document,
+    load_document,
+    parse_codebook,
+    to_document,
+)
+from ..models import Category, Codebook, CodebookVersion, Facet
+from .versions import create_codebook, publish_version, start_draft
+
+
+def version_spec(version: CodebookVersion) -> CodebookSpec:
+    """The version as plain data; categories in tree order (each parent before its children)."""
+    categories = list(
+        Category.objects.filter(facet__version=version)
+        .select_related("parent")
+        .order_by("order", "pk")
+    )
+    facets = tuple(
+        FacetSpec(
+            key=f.key, name=f.name, kind=f.kind, required=f.required, help=f.help,
+            categories=tuple(_tree_order([c for c in categories if c.facet_id == f.pk])),
+        )
+        for f in version.facets.all()
+    )  # fmt: skip
+    codebook = version.codebook
+    return CodebookSpec(
+        name=codebook.name, slug=codebook.slug, description=codebook.description,
+        changelog=version.changelog, facets=facets,
+    )  # fmt: skip
+
+
+def _tree_order(categories: list[Category]) -> list[CategorySpec]:
+    children: dict[int | None, list[Category]] = {}
+    for category in categories:
+        children.setdefault(category.parent_id, []).append(category)
+    ordered: list[CategorySpec] = []
+
+    def visit(parent: int | None) -> None:
+        for category in children.get(parent, []):
+            ordered.append(_category_spec(category))
+            visit(category.pk)
+
+    visit(None)
+    return ordered
+
+
+def _category_spec(category: Category) -> CategorySpec:
+    return CategorySpec(
+        code=category.code, name=category.name,
+        parent=category.parent.code if category.parent else None,
+        definition=category.definition, include=category.include, exclude=category.exclude,
+        examples=category.examples, archived=category.archived,
+    )  # fmt: skip
+
+
+def export_version(*, version: CodebookVersion, fmt: str) -> str:
+    """The version as a JSON or YAML document (see taxonomy_app.formats for its shape)."""
+    spec = version_spec(version)
+    return dump_document(to_document(spec, number=version.number, status=str(version.status)), fmt)
+
+
+def import_codebook(
+    *,
+    data: bytes | str,
+    fmt: str = "auto",
+    codebook: Codebook | None = None,
+    publish: bool = False,
+    user: Any = None,
+) -> CodebookVersion:
+    """Import a codebook file as a new codebook, or as the next version of `codebook` (its
+    categories then continue those of the same code in the latest published version, so the
+    diff shows what the file changed). The whole file is checked before anything is written;
+    any error raises CodebookFormatError or CodebookError and writes nothing."""
+    spec = parse_codebook(load_document(data, fmt))
+    with transaction.atomic():
+        if codebook is None:
+            version = create_codebook(
+                name=spec.name, slug=spec.slug, description=spec.description, user=user
+            )
+        else:
+            version = _new_empty_version(codebook, user)
+        write_spec(version=version, spec=spec)
+        if publish:
+            publish_version(version=version, changelog=spec.changelog, user=user)
+            version.refresh_from_db()
+        elif spec.changelog:
+            CodebookVersion.objects.filter(pk=version.pk).update(changelog=spec.changelog)
+    return version
+
+
+def _new_empty_version(codebook: Codebook, user: Any) -> CodebookVersion:
+    if codebook.draft() is not None:
+        raise CodebookError(
+            f"{codebook} has a draft already: publish or discard it before importing a file"
+        )
+    return start_draft(codebook=codebook, user=user, copy_content=False)
+
+
+def write_spec(*, version: CodebookVersion, spec: CodebookSpec) -> None:
+    """Create the facets and categories of `spec` in an empty draft."""
+    origins = _origins(version.based_on)
+    for order, facet_spec in enumerate(spec.facets):
+        facet = Facet.objects.create(
+            version=version, key=facet_spec.key, name=facet_spec.name, kind=facet_spec.kind,
+            required=facet_spec.required, help=facet_spec.help, order=order,
+        )  # fmt: skip
+        _write_categories(facet, facet_spec, origins)
+
+
+def _write_categories(facet: Facet, spec: FacetSpec, origins: dict[tuple[str, str], int]) -> None:
+    made: dict[str, Category] = {}
+    siblings: dict[str | None, int] = {}
+    pending = list(spec.categories)
+    # Parents may come after their children in a file: write in rounds until all are placed
+    # (the parser has refused cycles and unknown parents, so each round places at least one).
+    while pending:
+        ready = [c for c in pending if c.parent is None or c.parent in made]
+        for item in ready:
+            order = siblings[item.parent] = siblings.get(item.parent, -1) + 1
+            made[item.code] = Category.objects.create(
+                facet=facet, parent=made[item.parent] if item.parent else None,
+                origin_id=origins.get((spec.key, item.code)), order=order,
+                **{f: getattr(item, f) for f in _CATEGORY_DATA},
+            )  # fmt: skip
+        pending = [c for c in pending if c.code not in made]
+
+
+_CATEGORY_DATA = ("code", "name", "definition", "include", "exclude", "examples", "archived")
+
+
+def _origins(base: CodebookVersion | None) -> dict[tuple[str, str], int]:
+    if base is None:
+        return {}
+    rows = Category.objects.filter(facet__version=base).values_list("facet__key", "code", "pk")
+    return {(key, code): pk for key, code, pk in rows}
+
+
+def codebook_for_slug(slug: str) -> Codebook | None:
+    return Codebook.objects.filter(slug=slug).first()
+
+
+def specs_equal(version: CodebookVersion, data: bytes | str, fmt: str = "auto") -> bool:
+    """Whether a file holds exactly the content of `version` (changelog aside)."""
+    spec = parse_codebook(load_document(data, fmt))
+    current = version_spec(version)
+    return _without_changelog(spec) == _without_changelog(current)
+
+
+def _without_changelog(spec: CodebookSpec) -> CodebookSpec:
+    return CodebookSpec(spec.name, spec.slug, spec.description, "", spec.facets)

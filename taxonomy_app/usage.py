@@ -1,0 +1,55 @@
+"""The hook through which taxonomy_app learns about labels without importing their app.
+
+Labels (annotations, decisions) live in apps that import taxonomy_app, never the reverse. Such an
+app tells taxonomy_app how to reach its labels with a setting naming a class:
+
+    TAXONOMY_LABEL_USAGE = "annotator.studies.labels.StudyLabelUsage"
+
+The class is instantiated without arguments and implements `LabelUsage`. Unset, the default
+`NoLabelUsage` reports that no label uses any category.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Hashable, Mapping
+from typing import Protocol
+
+from django.conf import settings
+from django.utils.module_loading import import_string
+
+DEFAULT = "taxonomy_app.usage.NoLabelUsage"
+
+
+class LabelUsage(Protocol):
+    def count_labels(self, category_ids: Collection[int]) -> dict[int, int]:
+        """How many labels use each of these categories (ids missing from the result: 0)."""
+        ...
+
+    def labels_using(self, category_id: int) -> list[Hashable]:
+        """The labels (any stable identifier, e.g. a label row's pk) that use this category."""
+        ...
+
+    def relabel(self, mapping: Mapping[int, int]) -> int:
+        """Point the labels of each old category id at the new one; return how many moved."""
+        ...
+
+
+class NoLabelUsage:
+    """What taxonomy_app assumes while no app stores labels: none use anything."""
+
+    def count_labels(self, category_ids: Collection[int]) -> dict[int, int]:
+        return {}
+
+    def labels_using(self, category_id: int) -> list[Hashable]:
+        return []
+
+    def relabel(self, mapping: Mapping[int, int]) -> int:
+        return 0
+
+
+def label_usage() -> LabelUsage:
+    """The configured LabelUsage (settings.TAXONOMY_LABEL_USAGE, read on every call so tests
+    can override it)."""
+    path = getattr(settings, "TAXONOMY_LABEL_USAGE", DEFAULT)
+    usage: LabelUsage = import_string(path)()
+    return usage
