@@ -26,8 +26,9 @@ run: venv
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py seed_demo
 	@if [ -n "$$REDIS_URL" ]; then \
-	  echo "Starting a Celery worker (REDIS_URL=$$REDIS_URL)"; \
-	  $(BIN)/celery -A annotator worker --loglevel=INFO --concurrency=2 & \
+	  echo "Starting a Celery worker with beat (REDIS_URL=$$REDIS_URL)"; \
+	  $(BIN)/celery -A annotator worker --beat --schedule var/celerybeat-schedule \
+	    --loglevel=INFO --concurrency=2 & \
 	  trap 'kill %1' EXIT; \
 	  DJANGO_DEBUG=1 $(BIN)/python manage.py runserver 127.0.0.1:8000; \
 	else \

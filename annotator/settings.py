@@ -174,6 +174,22 @@ CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 60
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_IGNORE_RESULT = True
 
+# GitHub sync (annotator/issues/sync.py). Without a token GitHub allows 60 requests an hour.
+GITHUB_TOKEN = env_str("GITHUB_TOKEN")
+GITHUB_API_URL = env_str("GITHUB_API_URL", "https://api.github.com")
+# Celery beat re-syncs repositories marked "keep in sync" this often; 0 turns it off.
+GITHUB_RESYNC_MINUTES = env_int("GITHUB_RESYNC_MINUTES", 60)
+CELERY_BEAT_SCHEDULE = (
+    {
+        "resync-github": {
+            "task": "annotator.issues.tasks.resync_github_task",
+            "schedule": GITHUB_RESYNC_MINUTES * 60.0,
+        }
+    }
+    if GITHUB_RESYNC_MINUTES > 0
+    else {}
+)
+
 REST_FRAMEWORK = {
     # Token first, so that an unauthenticated script gets 401 with WWW-Authenticate.
     "DEFAULT_AUTHENTICATION_CLASSES": [

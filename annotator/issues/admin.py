@@ -37,3 +37,22 @@ class ImportJobAdmin(admin.ModelAdmin):
     list_display = ["pk", "original_name", "status", "created", "updated", "unchanged", "skipped"]
     list_filter = ["status"]
     readonly_fields = [f.name for f in ImportJob._meta.fields]
+
+
+# --- GitHub sync ----------------------------------------------------------------------------
+from .models import SyncJob, SyncState  # noqa: E402
+
+
+@admin.register(SyncState)
+class SyncStateAdmin(admin.ModelAdmin):
+    list_display = ["repository", "since", "phase", "periodic", "last_synced_at"]
+    list_editable = ["periodic"]
+    list_select_related = ["repository"]
+    readonly_fields = ["repository", "etags", "next_url", "run_since", "run_started_at"]
+
+
+@admin.register(SyncJob)
+class SyncJobAdmin(admin.ModelAdmin):
+    list_display = ["pk", "repository_name", "status", "pages", "waits", "created_at"]
+    list_filter = ["status"]
+    readonly_fields = [f.name for f in SyncJob._meta.fields]

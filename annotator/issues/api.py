@@ -96,3 +96,46 @@ class ImportJobCreateApi(generics.GenericAPIView):
             user=request.user,
         )
         return Response(ImportJobOutput(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+# --- GitHub sync ----------------------------------------------------------------------------
+from .models import SyncJob  # noqa: E402
+from .sync import start_sync_job  # noqa: E402
+
+
+class SyncJobOutput(serializers.ModelSerializer):
+    percent = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = SyncJob
+        fields = [
+            "id", "status", "repository_name", "since", "periodic", "phase", "phase_page",
+            "phase_pages", "percent", "pages", "not_modified", "issues_created",
+            "issues_updated", "issues_unchanged", "comments_created", "comments_updated",
+            "comments_unchanged", "skipped", "waits", "waited_seconds", "message", "error",
+            "created_at", "started_at", "finished_at",
+        ]  # fmt: skip
+
+
+class SyncJobInput(serializers.Serializer):
+    repository = serializers.RegexField(r"^[\w.-]+/[\w.-]+$")
+    since = serializers.DateTimeField(required=False, default=None)
+    periodic = serializers.BooleanField(required=False, default=False)
+
+
+class SyncJobDetailApi(generics.RetrieveAPIView):
+    serializer_class = SyncJobOutput
+    queryset = SyncJob.objects.all()
+
+
+class SyncJobCreateApi(generics.GenericAPIView):
+    """Queue a sync of a GitHub repository; poll the returned job for its progress."""
+
+    serializer_class = SyncJobInput
+
+    @extend_schema(request=SyncJobInput, responses={202: SyncJobOutput})
+    def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        data = SyncJobInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        job = start_sync_job(**data.validated_data, user=request.user)
+        return Response(SyncJobOutput(job).data, status=status.HTTP_202_ACCEPTED)

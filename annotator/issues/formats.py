@@ -629,3 +629,11 @@ def _describe(value: Any) -> str:
 def _clip(value: Any) -> str:
     text = str(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+# --- single REST objects (the live GitHub sync) ---------------------------------------------
+def record_from_rest(obj: Any, index: int) -> Record:
+    """One object of ``GET /repos/{owner}/{repo}/issues`` or ``.../issues/comments`` as a
+    record, checked as in a "github" file; errors name it "record {index}"."""
+    comment = isinstance(obj, dict) and "number" not in obj and "issue_url" in obj
+    return _build(obj, index, f"record {index}", _BUILDERS["comment" if comment else "rest"])

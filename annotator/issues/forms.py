@@ -28,3 +28,20 @@ class ImportForm(forms.Form):
             limit = filesizeformat(settings.IMPORT_MAX_BYTES)
             raise forms.ValidationError(f"{uploaded.name} is larger than the limit of {limit}.")
         return uploaded
+
+
+class SyncForm(forms.Form):
+    repository = forms.RegexField(
+        regex=r"^[\w.-]+/[\w.-]+$",
+        help_text="OWNER/NAME on GitHub, e.g. deepspeedai/DeepSpeed.",
+        error_messages={"invalid": "Give the repository as OWNER/NAME."},
+    )
+    since = forms.DateTimeField(
+        required=False,
+        help_text="Optional: fetch only what changed since then. Empty: since the last sync.",
+    )
+    periodic = forms.BooleanField(
+        required=False,
+        label="Keep in sync",
+        help_text="Re-sync it periodically so a running study sees edits and new comments.",
+    )

@@ -156,6 +156,9 @@ class Issue(models.Model):
     content_hash = models.CharField(max_length=64)
     search_vector = SearchVectorField(null=True, editable=False)
     imported_at = models.DateTimeField(auto_now=True)
+    # When a GitHub sync last changed this issue or its comments (sync.py sets it); a label
+    # given before this moment was given on an older text ("changed since labeled").
+    changed_at = models.DateTimeField(null=True, blank=True, db_index=True)
 
     objects = IssueQuerySet.as_manager()
 
@@ -256,4 +259,107 @@ class ImportJob(models.Model):
         return (
             f"created {self.created}, updated {self.updated}, "
             f"unchanged {self.unchanged}, skipped {self.skipped}"
+        )
+
+
+class SyncState(models.Model):
+    """Where the GitHub sync of one repository stands (annotator/issues/sync.py).
+
+    `since` is what the next run asks for; `phase`/`next_url` describe an unfinished run, which
+    the next run resumes at `next_url` (each page and this row commit together).
+    """
+
+    class Phase(models.TextChoices):
+        IDLE = "", "idle"
+        ISSUES = "issues", "issues"
+        COMMENTS = "comments", "comments"
+
+    repository = models.OneToOneField(
+        Repository, on_delete=models.CASCADE, related_name="sync_state"
+    )
+    since = models.DateTimeField(null=True, blank=True)
+    etags = models.JSONField(default=dict, blank=True, help_text="first-page URL → ETag")
+    phase = models.CharField(max_length=10, choices=Phase.choices, default="", blank=True)
+    next_url = models.TextField(blank=True)
+    run_since = models.DateTimeField(null=True, blank=True)
+    run_started_at = models.DateTimeField(null=True, blank=True)
+    run_changed = models.BooleanField(default=False)
+    api_url = models.URLField(max_length=300, blank=True)
+    periodic = models.BooleanField(default=False, help_text="re-synced by Celery beat")
+    last_synced_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"sync state of {self.repository}"
+
+
+class SyncJob(models.Model):
+    """One run of the GitHub sync, as a background job whose row the progress page polls."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        SUCCEEDED = "succeeded", "succeeded"
+        FAILED = "failed", "failed"
+
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    repository_name = models.CharField(max_length=201, help_text="OWNER/NAME as asked")
+    repository = models.ForeignKey(
+        Repository, null=True, blank=True, on_delete=models.SET_NULL, related_name="sync_jobs"
+    )
+    since = models.DateTimeField(null=True, blank=True, help_text="overrides the stored since")
+    api_url = models.URLField(max_length=300, blank=True)
+    periodic = models.BooleanField(default=False, help_text="also re-sync it periodically")
+    phase = models.CharField(max_length=10, blank=True)
+    phase_page = models.PositiveIntegerField(default=0)
+    phase_pages = models.PositiveIntegerField(default=0)
+    pages = models.PositiveIntegerField(default=0)
+    not_modified = models.PositiveIntegerField(default=0)
+    issues_created = models.PositiveIntegerField(default=0)
+    issues_updated = models.PositiveIntegerField(default=0)
+    issues_unchanged = models.PositiveIntegerField(default=0)
+    comments_created = models.PositiveIntegerField(default=0)
+    comments_updated = models.PositiveIntegerField(default=0)
+    comments_unchanged = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0)
+    waits = models.PositiveIntegerField(default=0)
+    waited_seconds = models.FloatField(default=0)
+    message = models.CharField(max_length=300, blank=True, help_text="what it is doing now")
+    error = models.TextField(blank=True)
+    notes = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"sync {self.pk} of {self.repository_name} ({self.status})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("issues:sync_detail", args=[self.pk])
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in {self.Status.SUCCEEDED, self.Status.FAILED}
+
+    @property
+    def percent(self) -> int:
+        """Issues are the first half, comments the second; pages known from rel="last"."""
+        if self.status == self.Status.SUCCEEDED:
+            return 100
+        done = self.phase_page / self.phase_pages if self.phase_pages else 0
+        offset = 50 if self.phase == SyncState.Phase.COMMENTS else 0
+        return min(99, int(offset + 50 * min(done, 1)))
+
+    @property
+    def summary(self) -> str:
+        return (
+            f"issues: created {self.issues_created}, updated {self.issues_updated}, "
+            f"unchanged {self.issues_unchanged}; comments: created {self.comments_created}, "
+            f"updated {self.comments_updated}, unchanged {self.comments_unchanged}; "
+            f"skipped {self.skipped}"
         )

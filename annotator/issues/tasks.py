@@ -6,3 +6,19 @@ def import_issues_task(job_id: int) -> None:
     from .services import run_import_job
 
     run_import_job(job_id=job_id)
+
+
+# Waits for GitHub's rate limit happen inside the task, so its limit is the job's own.
+@shared_task(acks_late=True, time_limit=4 * 3600, soft_time_limit=4 * 3600 - 60)
+def sync_github_task(job_id: int) -> None:
+    from .sync import run_sync_job
+
+    run_sync_job(job_id=job_id)
+
+
+@shared_task(time_limit=300)
+def resync_github_task() -> None:
+    """Celery beat: queue a sync of every repository marked for periodic re-sync."""
+    from .sync import resync_periodic_repositories
+
+    resync_periodic_repositories()

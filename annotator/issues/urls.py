@@ -9,4 +9,6 @@ urlpatterns = [
     path("<int:pk>/", views.issue_detail, name="detail"),
     path("import/", views.import_upload, name="import"),
     path("import/<int:pk>/", views.import_detail, name="import_detail"),
+    path("sync/", views.sync_start, name="sync"),
+    path("sync/<int:pk>/", views.sync_detail, name="sync_detail"),
 ]

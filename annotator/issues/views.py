@@ -81,3 +81,38 @@ def _query_string(request: HttpRequest, drop: str) -> str:
     params = request.GET.copy()
     params.pop(drop, None)
     return params.urlencode()
+
+
+# --- GitHub sync ----------------------------------------------------------------------------
+from .forms import SyncForm  # noqa: E402
+from .models import SyncJob, SyncState  # noqa: E402
+from .sync import start_sync_job  # noqa: E402
+
+
+@require_http_methods(["GET", "POST"])
+def sync_start(request: HttpRequest) -> HttpResponse:
+    form = SyncForm(request.POST or None, initial={"repository": request.GET.get("repository")})
+    if request.method == "POST" and form.is_valid():
+        job = start_sync_job(
+            repository=form.cleaned_data["repository"],
+            since=form.cleaned_data["since"],
+            periodic=form.cleaned_data["periodic"],
+            user=request.user,
+        )
+        return redirect(job)
+    context = {
+        "form": form,
+        "jobs": SyncJob.objects.select_related("created_by")[:10],
+        "states": SyncState.objects.select_related("repository"),
+    }
+    return render(request, "issues/sync.html", context, status=400 if form.errors else 200)
+
+
+def sync_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    job = get_object_or_404(SyncJob, pk=pk)
+    if getattr(request, "htmx", False):
+        response = render(request, "issues/sync_detail.html#sync-status", {"job": job})
+        if job.is_finished:
+            response.status_code = HttpResponseStopPolling.status_code
+        return response
+    return render(request, "issues/sync_detail.html", {"job": job})
