@@ -47,7 +47,7 @@ lint: venv
 	  annotator/issues/services.py annotator/issues/writer.py
 
 bench: venv
-	DATABASE_URL=$${DATABASE_URL:-postgres://root@127.0.0.1:5432/annotator_bench} $(BIN)/python benchmarks/import_issues.py
+	DATABASE_URL=$${BENCH_DATABASE_URL:-postgres://root@127.0.0.1:5432/annotator_bench} $(BIN)/python benchmarks/import_issues.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache

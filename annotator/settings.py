@@ -179,16 +179,15 @@ GITHUB_TOKEN = env_str("GITHUB_TOKEN")
 GITHUB_API_URL = env_str("GITHUB_API_URL", "https://api.github.com")
 # Celery beat re-syncs repositories marked "keep in sync" this often; 0 turns it off.
 GITHUB_RESYNC_MINUTES = env_int("GITHUB_RESYNC_MINUTES", 60)
-CELERY_BEAT_SCHEDULE = (
-    {
-        "resync-github": {
-            "task": "annotator.issues.tasks.resync_github_task",
-            "schedule": GITHUB_RESYNC_MINUTES * 60.0,
-        }
+CELERY_BEAT_SCHEDULE = {
+    # Imports and syncs index what they wrote; this catches what a stopped job left behind.
+    "index-search": {"task": "annotator.issues.tasks.index_search_task", "schedule": 300.0},
+}
+if GITHUB_RESYNC_MINUTES > 0:
+    CELERY_BEAT_SCHEDULE["resync-github"] = {
+        "task": "annotator.issues.tasks.resync_github_task",
+        "schedule": GITHUB_RESYNC_MINUTES * 60.0,
     }
-    if GITHUB_RESYNC_MINUTES > 0
-    else {}
-)
 
 REST_FRAMEWORK = {
     # Token first, so that an unauthenticated script gets 401 with WWW-Authenticate.

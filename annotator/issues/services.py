@@ -16,6 +16,7 @@ from annotator.jobs import close_progress_connection, report_progress
 
 from .formats import ImportFormatError, iter_records
 from .models import ImportJob
+from .search import index_pending_issues
 from .writer import ImportCounts, RecordWriter, check_repository_name
 
 logger = logging.getLogger(__name__)
@@ -53,11 +54,14 @@ def import_issues(
     repository: str | None = None,
     max_bytes: int | None = None,
     on_progress: Callable[[ImportProgress], None] | None = None,
+    index_for_search: bool = True,
 ) -> ImportCounts:
     """Import a file of issues and/or comments; all of it or, on any error, nothing.
 
     Raises ImportFormatError (naming the record and field) for bad input. Identical duplicates
-    are skipped; the same number with different content in one file is an error.
+    are skipped; the same number with different content in one file is an error. Once the
+    import has committed, the issues it wrote are indexed for search (see search.py) unless
+    `index_for_search` is false.
     """
     if repository:
         check_repository_name(repository, "--repo")
@@ -77,6 +81,8 @@ def import_issues(
             read += len(batch)
             if on_progress:
                 on_progress(ImportProgress(records=read, bytes_read=reader.bytes_read))
+    if index_for_search:
+        index_pending_issues()
     return writer.counts
 
 

@@ -35,6 +35,7 @@ from annotator.jobs import close_progress_connection, report_progress
 from .formats import CommentRecord, ImportFormatError, IssueRecord, record_from_rest
 from .github import GitHubClient, GitHubError, Response, Wait
 from .models import Issue, IssueComment, Repository, RepositoryAlias, SyncJob, SyncState
+from .search import index_pending_issues
 from .writer import ImportCounts, RecordWriter, check_repository_name
 
 logger = logging.getLogger(__name__)
@@ -246,6 +247,7 @@ class _Run:
                     self.state.etags[url] = response.etag
                 self.state.run_changed |= bool(items)
                 self._save(next_url=response.links.get("next", ""))
+            index_pending_issues()
             self.report.pages += 1
             self._tell(response, f"{phase}: page {_page_number(url)} written")
             url = self.state.next_url

@@ -22,3 +22,11 @@ def resync_github_task() -> None:
     from .sync import resync_periodic_repositories
 
     resync_periodic_repositories()
+
+
+@shared_task(time_limit=1800)
+def index_search_task() -> None:
+    """Celery beat: index any issue a stopped job left unsearchable."""
+    from .search import index_pending_issues
+
+    index_pending_issues()

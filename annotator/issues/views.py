@@ -10,6 +10,7 @@ from django_htmx.http import HttpResponseStopPolling
 from .forms import ImportForm
 from .models import ISSUE_FILTERS, ImportJob, Issue, IssueComment, Repository
 from .rendering import render_markdown
+from .search import pending_issue_count
 from .services import start_import_job
 
 PAGE_SIZE = 25
@@ -21,6 +22,7 @@ def issue_list(request: HttpRequest) -> HttpResponse:
     page = Paginator(issues, PAGE_SIZE).get_page(request.GET.get("page"))
     context = {
         "page": page,
+        "not_searchable": pending_issue_count() if filters["q"] else 0,
         "filters": filters,
         "repositories": Repository.objects.all(),
         "query_string": _query_string(request, drop="page"),

@@ -1,0 +1,70 @@
+"""The full-text search index of issues (PostgreSQL), kept up to date after each write.
+
+Writers leave `search_vector` NULL on every issue they create or change (or whose comments they
+change); `index_pending_issues` fills those in, in small committed batches, after the write has
+committed. Keeping the costly part (text parsing and GIN updates, about two thirds of an import's
+time) out of the import's transaction keeps imports fast and atomic; search catches up seconds
+later, and the issue list says how many issues are not yet searchable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.db import connection, transaction
+
+from .models import SEARCH_CONFIG, Issue
+
+# tsvector values are capped at 1 MB; long logs add little to search past their first pages.
+SEARCH_TEXT_LIMIT = 100_000
+INDEX_BATCH_SIZE = 2000
+
+_INDEX_BATCH = """
+UPDATE issues_issue AS i SET search_vector =
+    setweight(to_tsvector(%(config)s::regconfig, left(i.title, %(limit)s)), 'A')
+    || setweight(to_tsvector(%(config)s::regconfig, left(i.body, %(limit)s)), 'B')
+    || setweight(to_tsvector(%(config)s::regconfig, left(coalesce(
+         (SELECT string_agg(c.body, ' ' ORDER BY c.id) FROM issues_issuecomment c
+          WHERE c.issue_id = i.id), ''), %(limit)s)), 'C')
+WHERE i.id IN (
+    SELECT id FROM issues_issue WHERE search_vector IS NULL
+    ORDER BY id LIMIT %(batch)s FOR UPDATE SKIP LOCKED
+)
+"""
+
+
+def search_is_indexed() -> bool:
+    """Whether this database keeps a search index (PostgreSQL) or searches by substring."""
+    return connection.vendor == "postgresql"
+
+
+def pending_issue_count() -> int:
+    """How many issues are not yet searchable (0 where there is no index to wait for)."""
+    if not search_is_indexed():
+        return 0
+    return Issue.objects.filter(search_vector__isnull=True).count()
+
+
+def index_pending_issues(
+    *, batch_size: int = INDEX_BATCH_SIZE, on_batch: Callable[[int], None] | None = None
+) -> int:
+    """Compute the search vectors that writers left empty; return how many were computed.
+
+    Each batch commits on its own and skips rows another indexer holds, so indexers can run
+    side by side and a stopped one loses at most one batch of work.
+    """
+    if not search_is_indexed():
+        return 0
+    total = 0
+    while True:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                _INDEX_BATCH,
+                {"config": SEARCH_CONFIG, "limit": SEARCH_TEXT_LIMIT, "batch": batch_size},
+            )
+            done = cursor.rowcount
+        if done <= 0:
+            return total
+        total += done
+        if on_batch:
+            on_batch(total)
