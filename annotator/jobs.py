@@ -1,4 +1,4 @@
-"""Job progress that pages can poll while the job's own writes are still uncommitted.
+"""Background jobs: the row a page polls (Job), and progress it can see mid-transaction.
 
 An import (and later an export or agreement run) writes its data inside one transaction so that a
 failure leaves nothing behind. Progress written through that same transaction would stay
@@ -10,9 +10,53 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
+from django.utils import timezone
 
 _local = threading.local()
+
+
+class Job(models.Model):
+    """What every background job row has: its state, who started it, when, and how it ended.
+
+    The row, not Celery's result backend, is the source of truth that pages poll.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        SUCCEEDED = "succeeded", "succeeded"
+        FAILED = "failed", "failed"
+
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    error = models.TextField(blank=True)
+    notes = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["-created_at"]
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in {self.Status.SUCCEEDED, self.Status.FAILED}
+
+
+def mark_job_running(model: type[Job], pk: int) -> None:
+    model._default_manager.filter(pk=pk).update(
+        status=Job.Status.RUNNING, started_at=timezone.now(), error=""
+    )
+
+
+def finish_job(model: type[Job], pk: int, **fields: Any) -> None:
+    """Record the end of job `pk`: its status and counts, error or notes, and the time."""
+    model._default_manager.filter(pk=pk).update(finished_at=timezone.now(), **fields)
 
 
 def report_progress(model: type[models.Model], pk: int, **fields: Any) -> None:

@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "django.contrib.humanize",
+    "django.forms",
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
@@ -77,6 +78,7 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "annotator.urls"
+FORM_RENDERER = "annotator.renderers.FormRenderer"
 WSGI_APPLICATION = "annotator.wsgi.application"
 
 TEMPLATES = [

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import date
 
-from django.conf import settings
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVectorField
 from django.db import connection, models
 from django.db.models import F, Q
 from django.db.models.functions import Lower
 from django.urls import reverse
+
+from annotator.jobs import Job
 
 # Repositories known to have been renamed on GitHub: an import that names the old full name lands
 # in the repository of the new one, so a study never sees one project as two.
@@ -205,14 +206,7 @@ class IssueComment(models.Model):
         return f"comment {self.key} on {self.issue_id}"
 
 
-class ImportJob(models.Model):
-    class Status(models.TextChoices):
-        QUEUED = "queued", "queued"
-        RUNNING = "running", "running"
-        SUCCEEDED = "succeeded", "succeeded"
-        FAILED = "failed", "failed"
-
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+class ImportJob(Job):
     file = models.FileField(upload_to="imports/%Y/%m/")
     original_name = models.CharField(max_length=255)
     format = models.CharField(max_length=10, default="auto")
@@ -224,27 +218,12 @@ class ImportJob(models.Model):
     updated = models.PositiveIntegerField(default=0)
     unchanged = models.PositiveIntegerField(default=0)
     skipped = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True)
-    notes = models.TextField(blank=True, help_text="records skipped, and why")
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return f"import {self.pk} of {self.original_name} ({self.status})"
 
     def get_absolute_url(self) -> str:
         return reverse("issues:import_detail", args=[self.pk])
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status in {self.Status.SUCCEEDED, self.Status.FAILED}
 
     @property
     def percent(self) -> int:
@@ -292,16 +271,9 @@ class SyncState(models.Model):
         return f"sync state of {self.repository}"
 
 
-class SyncJob(models.Model):
+class SyncJob(Job):
     """One run of the GitHub sync, as a background job whose row the progress page polls."""
 
-    class Status(models.TextChoices):
-        QUEUED = "queued", "queued"
-        RUNNING = "running", "running"
-        SUCCEEDED = "succeeded", "succeeded"
-        FAILED = "failed", "failed"
-
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     repository_name = models.CharField(max_length=201, help_text="OWNER/NAME as asked")
     repository = models.ForeignKey(
         Repository, null=True, blank=True, on_delete=models.SET_NULL, related_name="sync_jobs"
@@ -324,27 +296,12 @@ class SyncJob(models.Model):
     waits = models.PositiveIntegerField(default=0)
     waited_seconds = models.FloatField(default=0)
     message = models.CharField(max_length=300, blank=True, help_text="what it is doing now")
-    error = models.TextField(blank=True)
-    notes = models.TextField(blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return f"sync {self.pk} of {self.repository_name} ({self.status})"
 
     def get_absolute_url(self) -> str:
         return reverse("issues:sync_detail", args=[self.pk])
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status in {self.Status.SUCCEEDED, self.Status.FAILED}
 
     @property
     def percent(self) -> int:

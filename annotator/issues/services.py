@@ -10,9 +10,8 @@ from typing import IO, Any
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
-from annotator.jobs import close_progress_connection, report_progress
+from annotator.jobs import close_progress_connection, finish_job, mark_job_running, report_progress
 
 from .formats import ImportFormatError, iter_records
 from .models import ImportJob
@@ -91,9 +90,7 @@ def run_import_job(*, job_id: int) -> None:
     job = ImportJob.objects.get(pk=job_id)
     if job.is_finished:
         return
-    ImportJob.objects.filter(pk=job.pk).update(
-        status=ImportJob.Status.RUNNING, started_at=timezone.now(), error=""
-    )
+    mark_job_running(ImportJob, job.pk)
     try:
         with job.file.open("rb") as stream:
             counts = import_issues(
@@ -106,13 +103,15 @@ def run_import_job(*, job_id: int) -> None:
                 ),
             )
     except ImportFormatError as error:
-        _finish_job(job.pk, status=ImportJob.Status.FAILED, error=str(error))
+        finish_job(ImportJob, job.pk, status=ImportJob.Status.FAILED, error=str(error))
     except Exception as error:
         logger.exception("import job %s failed", job.pk)
-        _finish_job(job.pk, status=ImportJob.Status.FAILED, error=f"internal error: {error}")
+        failed = f"internal error: {error}"
+        finish_job(ImportJob, job.pk, status=ImportJob.Status.FAILED, error=failed)
         raise
     else:
-        _finish_job(
+        finish_job(
+            ImportJob,
             job.pk,
             status=ImportJob.Status.SUCCEEDED,
             created=counts.created,
@@ -142,10 +141,6 @@ def start_import_job(
     )
     import_issues_task.delay_on_commit(job.pk)
     return job
-
-
-def _finish_job(pk: int, **fields: Any) -> None:
-    ImportJob.objects.filter(pk=pk).update(finished_at=timezone.now(), **fields)
 
 
 def _batched(records: Iterable[Any], size: int) -> Iterator[list[Any]]:

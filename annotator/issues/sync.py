@@ -30,7 +30,12 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from annotator.jobs import close_progress_connection, report_progress
+from annotator.jobs import (
+    close_progress_connection,
+    finish_job,
+    mark_job_running,
+    report_progress,
+)
 
 from .formats import CommentRecord, ImportFormatError, IssueRecord, record_from_rest
 from .github import GitHubClient, GitHubError, Response, Wait
@@ -389,9 +394,7 @@ def run_sync_job(*, job_id: int) -> None:
     job = SyncJob.objects.get(pk=job_id)
     if job.is_finished:
         return
-    SyncJob.objects.filter(pk=job.pk).update(
-        status=SyncJob.Status.RUNNING, started_at=timezone.now(), error=""
-    )
+    mark_job_running(SyncJob, job.pk)
     report: SyncReport | None = None
 
     def on_progress(current: SyncReport) -> None:
@@ -447,4 +450,4 @@ def _finish_job(pk: int, report: SyncReport | None, **fields: Any) -> None:
         fields["repository"] = repository
         if fields["status"] == SyncJob.Status.FAILED:
             fields["message"] = "stopped; the next run resumes where this one stopped"
-    SyncJob.objects.filter(pk=pk).update(finished_at=timezone.now(), **fields)
+    finish_job(SyncJob, pk, **fields)
