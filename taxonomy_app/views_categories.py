@@ -68,7 +68,7 @@ def category_edit(request: HttpRequest, pk: int) -> HttpResponse:
     category = _category(request, pk)
     initial = {f: getattr(category, f) for f in CategoryForm.base_fields}
     form = CategoryForm(posted(request), initial=initial, auto_id=f"category-{pk}-%s")
-    form.fields["name"].widget.attrs["autofocus"] = True
+    form.fields["name"].widget.attrs["data-autofocus"] = True
     if request.method == "POST" and form.is_valid():
         changed = {f: form.cleaned_data[f] for f in form.changed_data}
         try:

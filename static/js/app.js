@@ -1,8 +1,21 @@
 // Keyboard shortcuts shared by every page. Each page lists the ones it offers.
 //   /      focus the search box
 //   j / k  move to the next / previous row of a list (Enter opens it)
+// And focus for swapped-in forms: an element marked data-autofocus gets focus once, when it
+// arrives (page load or htmx swap). The HTML autofocus attribute is not used there: Chromium
+// applies it a frame later, stealing focus from whatever the user has started typing in.
 (function () {
   "use strict";
+  function focusArrived() {
+    var target = document.querySelector("[data-autofocus]");
+    if (target) {
+      target.removeAttribute("data-autofocus");
+      target.focus();
+    }
+  }
+  document.addEventListener("DOMContentLoaded", focusArrived);
+  document.addEventListener("htmx:afterSettle", focusArrived);
+
   function typing(target) {
     return target.closest("input, textarea, select, [contenteditable]") !== null;
   }
