@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from django.db import connection
+from hypothesis import settings as hypothesis_settings
 
 from tests.factories import UserFactory
 
@@ -18,6 +19,10 @@ ROOT = Path(__file__).resolve().parent.parent
 # Playwright's sync API runs an event loop in the test thread; the ORM calls made beside it in
 # browser tests are still plain synchronous calls.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+# In CI, property tests replay the same examples every run, so a red build is reproducible.
+hypothesis_settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI"):
+    hypothesis_settings.load_profile("ci")
 
 
 @pytest.fixture
