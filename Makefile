@@ -44,7 +44,8 @@ lint: venv
 	$(BIN)/ruff format --check .
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/mypy annotator/jobs.py annotator/issues/formats.py annotator/issues/rendering.py \
-	  annotator/issues/services.py annotator/issues/writer.py
+	  annotator/issues/services.py annotator/issues/writer.py annotator/agreement \
+	  annotator/exports/writers.py annotator/exports/spreadsheets.py
 
 bench: venv
 	DATABASE_URL=$${BENCH_DATABASE_URL:-postgres://root@127.0.0.1:5432/annotator_bench} $(BIN)/python benchmarks/import_issues.py

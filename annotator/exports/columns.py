@@ -1,0 +1,149 @@
+"""Column specs of the export tables and the conversion of cell values per format (pure).
+
+The contract itself (which columns the final dataset and the long table have, and what they
+mean) is written out in the docstring of `annotator.exports.writers`; this module builds those
+column lists so the Django service, the writers and the dataset card share one definition.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+ColumnKind = Literal["int", "float", "bool", "str", "list", "timestamp"]
+LIST_SEPARATOR = ";"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: its name, its type in every format, and what it means (for the card)."""
+
+    name: str
+    kind: ColumnKind
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class FacetSpec:
+    """What the final-dataset columns of one facet depend on.
+
+    `levels` is the depth of the facet's category tree (1 = flat, 2 = inner → leaf categories);
+    a multi-valued facet is flat (its categories are chosen as a set).
+    """
+
+    key: str
+    name: str
+    kind: Literal["single", "multi"] = "single"
+    levels: int = 1
+
+
+def column_base(facet_key: str) -> str:
+    """`fix-pattern` → `fix_pattern`: names that pandas, R and SQL take without quoting."""
+    return facet_key.replace("-", "_").replace(" ", "_").lower()
+
+
+def facet_columns(facet: FacetSpec) -> list[Column]:
+    base = column_base(facet.key)
+    if facet.kind == "multi":
+        desc = f"{facet.name}: codes of the chosen categories (a set; ';'-joined in CSV/XLSX)"
+        return [Column(base, "list", desc)]
+    if facet.levels <= 1:
+        return [Column(base, "str", f"{facet.name}: category code")]
+    return [
+        Column(f"{base}_l{level}", "str", f"{facet.name}: category code at level {level}")
+        for level in range(1, facet.levels + 1)
+    ]
+
+
+ITEM_COLUMNS = (
+    Column("item_id", "int", "Study item id (stable within the study)"),
+    Column("round", "int", "Round number the item was labelled in"),
+    Column("repository", "str", "owner/name of the GitHub repository"),
+    Column("number", "int", "Issue number in the repository"),
+    Column("url", "str", "Issue URL (html_url)"),
+)
+
+
+def final_dataset_columns(facets: Sequence[FacetSpec]) -> list[Column]:
+    """Columns of the final dataset: one row per item, the agreed label of each facet."""
+    columns = [*ITEM_COLUMNS, Column("title", "str", "Issue title")]
+    for facet in facets:
+        columns.extend(facet_columns(facet))
+    columns.append(
+        Column(
+            "decision_source",
+            "str",
+            "How the final labels were reached: unanimous, majority, adjudicated or imported",
+        )
+    )
+    columns.append(Column("decided_at", "timestamp", "When the decision was recorded (UTC)"))
+    return columns
+
+
+def annotator_sheet_columns(facets: Sequence[FacetSpec]) -> list[Column]:
+    """Columns of one annotator's sheet in the XLSX: the final-dataset layout, one annotator."""
+    columns = [*ITEM_COLUMNS, Column("title", "str", "Issue title")]
+    for facet in facets:
+        columns.extend(facet_columns(facet))
+    columns.append(Column("submitted_at", "timestamp", "When the annotation was submitted (UTC)"))
+    columns.append(Column("seconds_spent", "int", "Seconds the annotator spent on the item"))
+    return columns
+
+
+LONG_TABLE_COLUMNS = (
+    *ITEM_COLUMNS,
+    Column("facet", "str", "Facet key (screening, stage, symptom, root-cause, fix-pattern, …)"),
+    Column("annotator", "str", "Username of the annotator"),
+    Column("category", "str", "Code of the chosen category (the leaf, for hierarchical facets)"),
+    Column("category_l1", "str", "Code of its top-level ancestor (= category when flat)"),
+    Column("codebook_version", "int", "Number of the codebook version the label was given in"),
+    Column("submitted_at", "timestamp", "When the annotation was submitted (UTC)"),
+    Column("seconds_spent", "int", "Seconds the annotator spent on the whole item"),
+)
+
+
+def utc(value: datetime) -> datetime:
+    """The UTC instant of an aware datetime; naive ones are refused rather than guessed."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"naive datetime {value.isoformat()} in a timestamp column: pass UTC")
+    return value.astimezone(UTC)
+
+
+def iso(value: datetime) -> str:
+    """ISO 8601 in UTC to the second with a `Z`, the same width on every row."""
+    return utc(value).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def to_text(kind: ColumnKind, value: Any) -> str:
+    """A CSV cell: empty for missing, `;`-joined lists, ISO timestamps, lowercase booleans."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if kind == "list":
+        return join_list(value)
+    if kind == "timestamp":
+        return iso(value)
+    if kind == "bool":
+        return "true" if value else "false"
+    return str(value)
+
+
+def join_list(values: Sequence[Any]) -> str:
+    parts = [str(v) for v in values]
+    for part in parts:
+        if LIST_SEPARATOR in part:
+            raise ValueError(f"list element {part!r} contains {LIST_SEPARATOR!r}: cannot join it")
+    return LIST_SEPARATOR.join(parts)
+
+
+def to_json(kind: ColumnKind, value: Any) -> Any:
+    """A JSON value: null for missing (and NaN), arrays for lists, ISO strings for timestamps."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if kind == "list":
+        return [str(v) for v in value]
+    if kind == "timestamp":
+        return iso(value)
+    return value
