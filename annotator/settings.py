@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "template_partials",
     "annotator.apps.AnnotatorConfig",
     "annotator.issues",
+    "annotator.studies",
     "taxonomy_app",
 ]
 
@@ -190,6 +191,17 @@ if GITHUB_RESYNC_MINUTES > 0:
         "task": "annotator.issues.tasks.resync_github_task",
         "schedule": GITHUB_RESYNC_MINUTES * 60.0,
     }
+
+# Studies (annotator/studies): an assignment left untouched this long returns to the pool,
+# checked by Celery beat every STUDIES_RELEASE_EVERY_SECONDS; 0 minutes keeps them forever.
+STUDIES_ASSIGNMENT_TIMEOUT_MINUTES = env_int("STUDIES_ASSIGNMENT_TIMEOUT_MINUTES", 60)
+if STUDIES_ASSIGNMENT_TIMEOUT_MINUTES > 0:
+    CELERY_BEAT_SCHEDULE["release-stale-assignments"] = {
+        "task": "annotator.studies.tasks.release_stale_assignments_task",
+        "schedule": float(env_int("STUDIES_RELEASE_EVERY_SECONDS", 300)),
+    }
+# taxonomy_app counts and moves labels through this hook (taxonomy_app/usage.py).
+TAXONOMY_LABEL_USAGE = "annotator.studies.usage.StudyLabelUsage"
 
 REST_FRAMEWORK = {
     # Token first, so that an unauthenticated script gets 401 with WWW-Authenticate.

@@ -10,9 +10,11 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("issues/", include("annotator.issues.urls")),
+    path("studies/", include("annotator.studies.urls")),
     path("codebooks/", include("taxonomy_app.urls")),
     path("api/", include("annotator.issues.api_urls")),
     path("api/", include("taxonomy_app.api_urls")),
+    path("api/", include("annotator.studies.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]

@@ -30,9 +30,22 @@ class Command(BaseCommand):
             self.stdout.write(f"{name}: {counts}")
         # The seed codebook, published; left alone when it exists (the owner may have evolved it).
         call_command("load_codebook", publish=True, if_missing=True, stdout=self.stdout._out)
-        self._owner(username, password)
+        owner = self._owner(username, password)
+        self._study(owner)
 
-    def _owner(self, username: str, password: str) -> None:
+    def _study(self, owner: Any) -> None:
+        # The demo study (annotator/studies/demo.py): created once; annotators' passwords are
+        # fresh on every run, like the owner's.
+        from annotator.studies.demo import seed_demo_study
+
+        study, passwords = seed_demo_study(owner=owner)
+        self.stdout.write(
+            f"Demo study: {study.name} ({study.items.count()} items, k = {study.overlap_k})"
+        )
+        for name, secret in passwords.items():
+            self.stdout.write(self.style.SUCCESS(f"Demo annotator account: {name} / {secret}"))
+
+    def _owner(self, username: str, password: str) -> Any:
         # A fresh random password on each run unless one is given, so the terminal always
         # shows credentials that work.
         User = get_user_model()
@@ -43,3 +56,4 @@ class Command(BaseCommand):
         user.set_password(password)
         user.save()
         self.stdout.write(self.style.SUCCESS(f"Demo owner account: {username} / {password}"))
+        return user

@@ -1,0 +1,381 @@
+"""REST API for studies and labeling: one view per operation, calling the same services.
+
+Labels travel as `{facet key: [category code, …]}`. Blindness holds here as on the pages:
+assignments are reachable by their annotator only, and annotation lists go through
+`Annotation.objects.visible_to`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db.models import Prefetch, QuerySet
+from django.http import Http404
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from taxonomy_app.models import CodebookVersion
+
+from . import services
+from .codebook import codebook_schema
+from .errors import LabelErrors, StudyError
+from .models import Annotation, AnnotationLabel, Assignment, Membership, Round, Study
+from .services.progress import study_dashboard
+from .views.access import SEE_ALL
+
+Role = Membership.Role
+
+
+def _membership(request: Request, study_id: int, roles: set[str] | None = None) -> Membership:
+    membership = (
+        Membership.objects.select_related("study__codebook_version")
+        .filter(study_id=study_id, user=request.user)
+        .first()
+    )
+    if membership is None or (roles is not None and membership.role not in roles):
+        raise Http404
+    return membership
+
+
+def _own_assignment(request: Request, assignment_id: int) -> Assignment:
+    assignment = (
+        Assignment.objects.select_related("item__issue__repository", "item__study")
+        .filter(pk=assignment_id, annotator=request.user)
+        .first()
+    )
+    if assignment is None:
+        raise Http404
+    return assignment
+
+
+def _refuse(error: StudyError) -> ValidationError:
+    if isinstance(error, LabelErrors):
+        return ValidationError({"labels": error.errors})
+    return ValidationError({"detail": str(error)})
+
+
+# --- serializers ------------------------------------------------------------------------------
+class RoundOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Round
+        fields = ["id", "number", "kind"]
+
+
+class StudyOutput(serializers.ModelSerializer):
+    rounds = RoundOutput(many=True, read_only=True)
+
+    class Meta:
+        model = Study
+        fields = ["id", "name", "codebook_version", "overlap_k", "guidelines", "rounds"]
+
+
+class StudyInput(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    codebook_version = serializers.PrimaryKeyRelatedField(
+        queryset=CodebookVersion.objects.filter(status="published")
+    )
+    overlap_k = serializers.IntegerField(min_value=1, default=2)
+    guidelines = serializers.CharField(required=False, default="", allow_blank=True)
+
+
+class MemberInput(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+    role = serializers.ChoiceField(choices=Role.choices, default=Role.ANNOTATOR)
+    create = serializers.BooleanField(default=False, help_text="create the account")
+
+
+class MemberOutput(serializers.Serializer):
+    username = serializers.CharField()
+    role = serializers.CharField()
+    password = serializers.CharField(required=False, help_text="only for a new account")
+
+
+class SelectionInput(serializers.Serializer):
+    round = serializers.IntegerField(required=False, help_text="round id; default: the last")
+    q = serializers.CharField(required=False, allow_blank=True, default="")
+    repository = serializers.IntegerField(required=False)
+    state = serializers.ChoiceField(choices=["open", "closed"], required=False)
+    label = serializers.CharField(required=False, allow_blank=True, default="")
+    kind = serializers.ChoiceField(choices=["issue", "pr"], required=False)
+    since = serializers.DateField(required=False)
+    until = serializers.DateField(required=False)
+    sample_size = serializers.IntegerField(required=False, min_value=1)
+    seed = serializers.IntegerField(required=False, min_value=0)
+    stratify = serializers.BooleanField(default=True)
+
+
+class SelectionOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    round = serializers.IntegerField(source="round_id")
+    filters = serializers.DictField()
+    matched = serializers.IntegerField()
+    sample_size = serializers.IntegerField(allow_null=True)
+    seed = serializers.IntegerField(allow_null=True)
+    stratified_by = serializers.CharField()
+    strata = serializers.DictField()
+    added = serializers.IntegerField()
+    method_text = serializers.CharField()
+
+
+class AssignmentOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.CharField()
+    item = serializers.IntegerField(source="item_id")
+    issue = serializers.IntegerField(source="item.issue_id")
+    issue_ref = serializers.CharField(source="item.issue.__str__")
+    title = serializers.CharField(source="item.issue.title")
+
+
+class WorkInput(serializers.Serializer):
+    labels = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        help_text="facet key → category codes",
+    )
+    notes = serializers.CharField(required=False, allow_blank=True, default="")
+    seconds_spent = serializers.IntegerField(required=False, min_value=0, default=0)
+
+
+class SkipInput(serializers.Serializer):
+    reason = serializers.CharField(max_length=300)
+
+
+class AnnotationOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    assignment = serializers.IntegerField(source="assignment_id")
+    item = serializers.IntegerField(source="assignment.item_id")
+    annotator = serializers.CharField(source="assignment.annotator.username")
+    status = serializers.CharField()
+    codebook_version = serializers.IntegerField(source="codebook_version_id")
+    seconds_spent = serializers.IntegerField()
+    notes = serializers.CharField()
+    submitted_at = serializers.DateTimeField(allow_null=True)
+    labels = serializers.SerializerMethodField()
+
+    def get_labels(self, annotation: Annotation) -> dict[str, list[str]]:
+        labels: dict[str, list[str]] = {}
+        for label in annotation.labels.all():
+            labels.setdefault(label.facet.key, []).append(label.category.code)
+        return labels
+
+
+class RoundProgressOutput(serializers.Serializer):
+    round = serializers.IntegerField(source="round.number")
+    unassigned = serializers.IntegerField()
+    in_progress = serializers.IntegerField()
+    complete = serializers.IntegerField()
+    annotators = serializers.ListField(child=serializers.DictField())
+
+
+# --- studies ----------------------------------------------------------------------------------
+class StudyListApi(generics.ListAPIView):
+    """The studies the caller is a member of."""
+
+    serializer_class = StudyOutput
+
+    def get_queryset(self) -> QuerySet[Study]:
+        return Study.objects.filter(memberships__user=self.request.user).prefetch_related("rounds")
+
+
+class StudyCreateApi(APIView):
+    @extend_schema(request=StudyInput, responses={201: StudyOutput})
+    def post(self, request: Request) -> Response:
+        data = StudyInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            study = services.create_study(owner=request.user, **data.validated_data)
+        except StudyError as error:
+            raise _refuse(error) from error
+        return Response(StudyOutput(study).data, status=status.HTTP_201_CREATED)
+
+
+class StudyDetailApi(APIView):
+    @extend_schema(responses=StudyOutput)
+    def get(self, request: Request, study_id: int) -> Response:
+        return Response(StudyOutput(_membership(request, study_id).study).data)
+
+
+class MemberAddApi(APIView):
+    """Add a member (owner only); with `create`, make the account and return its password."""
+
+    @extend_schema(request=MemberInput, responses={201: MemberOutput})
+    def post(self, request: Request, study_id: int) -> Response:
+        study = _membership(request, study_id, {Role.OWNER}).study
+        data = MemberInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        username, role = data.validated_data["username"], data.validated_data["role"]
+        out: dict[str, Any] = {"username": username, "role": role}
+        try:
+            if data.validated_data["create"]:
+                _, out["password"] = services.create_member_account(
+                    study=study, username=username, role=role
+                )
+            else:
+                user = get_user_model().objects.filter(username=username).first()
+                if user is None:
+                    raise StudyError(f"field 'username': no account {username!r}")
+                services.add_member(study=study, user=user, role=role)
+        except StudyError as error:
+            raise _refuse(error) from error
+        return Response(MemberOutput(out).data, status=status.HTTP_201_CREATED)
+
+
+class SelectionCreateApi(APIView):
+    """Add issues by filter (and seeded stratified sample) to a round (owner only)."""
+
+    @extend_schema(request=SelectionInput, responses={201: SelectionOutput})
+    def post(self, request: Request, study_id: int) -> Response:
+        study = _membership(request, study_id, {Role.OWNER}).study
+        data = SelectionInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        round_id = values.pop("round", None)
+        rounds = study.rounds.order_by("-number")
+        round = rounds.filter(pk=round_id).first() if round_id else rounds.first()
+        if round is None:
+            raise ValidationError({"round": "no such round in this study"})
+        options = {k: values.pop(k, None) for k in ("sample_size", "seed", "stratify")}
+        try:
+            selection = services.select_issues(
+                study=study, round=round, filters=values, user=request.user, **options
+            )
+        except StudyError as error:
+            raise _refuse(error) from error
+        return Response(SelectionOutput(selection).data, status=status.HTTP_201_CREATED)
+
+
+# --- labeling ---------------------------------------------------------------------------------
+class NextItemApi(APIView):
+    """The caller's open assignment, or a new one on the next item; 204 when none is left."""
+
+    @extend_schema(request=None, responses={200: AssignmentOutput, 204: None})
+    def post(self, request: Request, study_id: int) -> Response:
+        study = _membership(request, study_id, {Role.ANNOTATOR}).study
+        assignment = services.next_assignment(study=study, annotator=request.user)
+        if assignment is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        assignment = _own_assignment(request, assignment.pk)
+        return Response(AssignmentOutput(assignment).data)
+
+
+class AssignmentDetailApi(APIView):
+    @extend_schema(responses=AssignmentOutput)
+    def get(self, request: Request, assignment_id: int) -> Response:
+        return Response(AssignmentOutput(_own_assignment(request, assignment_id)).data)
+
+
+def _labels_by_id(assignment: Assignment, labels: dict[str, list[str]]) -> dict[int, list[int]]:
+    schema = codebook_schema(assignment.item.study.codebook_version)
+    facets = {f.key: f for f in schema.facets}
+    errors = {key: "no such facet" for key in labels if key not in facets}
+    out: dict[int, list[int]] = {}
+    for key, codes in labels.items():
+        if key in facets:
+            ids = {c.code: c.id for c in facets[key].categories}
+            bad = [code for code in codes if code not in ids]
+            if bad:
+                errors[key] = f"no such category {', '.join(map(repr, bad))}"
+            out[facets[key].id] = [ids[code] for code in codes if code in ids]
+    if errors:
+        raise LabelErrors(errors)
+    return out
+
+
+class _WorkApi(APIView):
+    service: Any = None
+
+    def _run(self, request: Request, assignment_id: int) -> Annotation:
+        assignment = _own_assignment(request, assignment_id)
+        data = WorkInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            return type(self).service(
+                assignment=assignment, user=request.user,
+                labels=_labels_by_id(assignment, data.validated_data["labels"]),
+                notes=data.validated_data["notes"],
+                seconds_spent=data.validated_data["seconds_spent"],
+            )  # fmt: skip
+        except StudyError as error:
+            raise _refuse(error) from error
+
+    def _out(self, request: Request, annotation: Annotation) -> Response:
+        annotation = _annotations(Annotation.objects.filter(pk=annotation.pk)).get()
+        return Response(AnnotationOutput(annotation).data)
+
+
+class DraftSaveApi(_WorkApi):
+    """Save the caller's draft labels (lenient; counts as activity for the timeout)."""
+
+    service = staticmethod(services.save_draft)
+
+    @extend_schema(request=WorkInput, responses=AnnotationOutput)
+    def put(self, request: Request, assignment_id: int) -> Response:
+        return self._out(request, self._run(request, assignment_id))
+
+
+class SubmitApi(_WorkApi):
+    """Submit labels; 400 with `labels: {facet key: message}` when they do not validate."""
+
+    service = staticmethod(services.submit_annotation)
+
+    @extend_schema(request=WorkInput, responses=AnnotationOutput)
+    def post(self, request: Request, assignment_id: int) -> Response:
+        return self._out(request, self._run(request, assignment_id))
+
+
+class SkipApi(APIView):
+    @extend_schema(request=SkipInput, responses=AssignmentOutput)
+    def post(self, request: Request, assignment_id: int) -> Response:
+        assignment = _own_assignment(request, assignment_id)
+        data = SkipInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            services.skip_assignment(
+                assignment=assignment, user=request.user, reason=data.validated_data["reason"]
+            )
+        except StudyError as error:
+            raise _refuse(error) from error
+        return Response(AssignmentOutput(_own_assignment(request, assignment_id)).data)
+
+
+def _annotations(queryset: QuerySet[Annotation]) -> QuerySet[Annotation]:
+    labels = AnnotationLabel.objects.select_related("facet", "category")
+    return queryset.select_related("assignment__annotator").prefetch_related(
+        Prefetch("labels", labels)
+    )
+
+
+class AnnotationListApi(generics.ListAPIView):
+    """Annotations of a study the caller may see: all for owners and adjudicators; for an
+    annotator their own, and others' only on items released for discussion once theirs is in."""
+
+    serializer_class = AnnotationOutput
+
+    def get_queryset(self) -> QuerySet[Annotation]:
+        membership = _membership(self.request, self.kwargs["study_id"])
+        visible = Annotation.objects.filter(assignment__item__study=membership.study).visible_to(
+            self.request.user, membership
+        )
+        return _annotations(visible).order_by("pk")
+
+
+class ProgressApi(APIView):
+    """Progress per round and annotator (owners and adjudicators)."""
+
+    @extend_schema(responses=RoundProgressOutput(many=True))
+    def get(self, request: Request, study_id: int) -> Response:
+        study = _membership(request, study_id, SEE_ALL).study
+        rows = study_dashboard(study=study)
+        data = [
+            {
+                "round": row.round, "unassigned": row.unassigned,
+                "in_progress": row.in_progress, "complete": row.complete,
+                "annotators": [vars(a) for a in row.annotators],
+            }
+            for row in rows
+        ]  # fmt: skip
+        return Response(RoundProgressOutput(data, many=True).data)

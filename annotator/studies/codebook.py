@@ -1,0 +1,119 @@
+"""The facets and categories of a codebook version, loaded once per process.
+
+A published version never changes (taxonomy_app refuses every write to it), so its structure is
+read from the database once and kept: the annotate page and the submit validation then cost no
+query per facet or category, however large the codebook. The key includes `published_at` so a
+draft (which studies do not use, but tests may) or a re-published row is never served stale.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from threading import Lock
+
+from taxonomy_app.models import Category, CodebookVersion, Facet
+
+
+@dataclass(frozen=True)
+class CategoryNode:
+    id: int
+    code: str
+    name: str
+    definition: str
+    include: str
+    exclude: str
+    examples: str
+    depth: int
+    parent_id: int | None
+    path: str  # "Program failure / Hang", what a reader of a flat list needs
+
+    @property
+    def search_text(self) -> str:
+        return f"{self.code} {self.path} {self.definition}".lower()
+
+
+@dataclass(frozen=True)
+class FacetNode:
+    id: int
+    key: str
+    name: str
+    kind: str
+    required: bool
+    help: str
+    categories: tuple[CategoryNode, ...]
+    other_id: int | None  # the facet's "other" category, if it has one
+
+    @property
+    def is_multi(self) -> bool:
+        return self.kind == Facet.Kind.MULTI
+
+
+@dataclass(frozen=True)
+class CodebookSchema:
+    version_id: int
+    facets: tuple[FacetNode, ...]
+    facet_of: dict[int, int] = field(default_factory=dict)  # category id → facet id
+    # Derived artefacts that live as long as the schema (e.g. the rendered pickers).
+    memo: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    def facet(self, facet_id: int) -> FacetNode | None:
+        return next((f for f in self.facets if f.id == facet_id), None)
+
+
+_cache: dict[tuple[int, datetime | None], CodebookSchema] = {}
+_lock = Lock()
+
+
+def codebook_schema(version: CodebookVersion) -> CodebookSchema:
+    """The active facets and categories of `version`, in display order (a tree, depth-first)."""
+    key = (version.pk, version.published_at)
+    schema = _cache.get(key) if version.is_published else None
+    if schema is None:
+        schema = _load(version)
+        if version.is_published:
+            with _lock:
+                _cache[key] = schema
+    return schema
+
+
+def _load(version: CodebookVersion) -> CodebookSchema:
+    facets = list(Facet.objects.filter(version=version).order_by("order", "pk"))
+    categories = list(
+        Category.objects.filter(facet__version=version, archived=False).order_by("order", "pk")
+    )
+    nodes = tuple(_facet_node(facet, categories) for facet in facets)
+    facet_of = {c.id: f.id for f in nodes for c in f.categories}
+    return CodebookSchema(version_id=version.pk, facets=nodes, facet_of=facet_of)
+
+
+def _facet_node(facet: Facet, categories: list[Category]) -> FacetNode:
+    mine = [c for c in categories if c.facet_id == facet.pk]
+    ids = {c.pk for c in mine}
+    children: dict[int | None, list[Category]] = {}
+    for category in mine:
+        # Under an archived parent, a still-active category shows at the top level.
+        parent = category.parent_id if category.parent_id in ids else None
+        children.setdefault(parent, []).append(category)
+    ordered: list[CategoryNode] = []
+
+    def walk(parent: int | None, depth: int, prefix: str) -> None:
+        for category in children.get(parent, []):
+            path = f"{prefix} / {category.name}" if prefix else category.name
+            ordered.append(_category_node(category, depth, path))
+            walk(category.pk, depth + 1, path)
+
+    walk(None, 0, "")
+    other = next((c.id for c in ordered if c.code == "other" or c.code.endswith("-other")), None)
+    return FacetNode(
+        id=facet.pk, key=facet.key, name=facet.name, kind=facet.kind, required=facet.required,
+        help=facet.help, categories=tuple(ordered), other_id=other,
+    )  # fmt: skip
+
+
+def _category_node(category: Category, depth: int, path: str) -> CategoryNode:
+    return CategoryNode(
+        id=category.pk, code=category.code, name=category.name, definition=category.definition,
+        include=category.include, exclude=category.exclude, examples=category.examples,
+        depth=depth, parent_id=category.parent_id, path=path,
+    )  # fmt: skip

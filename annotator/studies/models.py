@@ -1,0 +1,345 @@
+"""Studies: members and roles, rounds, items, assignments, annotations and their labels.
+
+Integrity lives in the database (HOUSE_STYLE 1):
+- one assignment per annotator and item: a unique constraint on Assignment(item, annotator);
+- at most `quota` (= the study's k, or every annotator in a calibration round) live assignments
+  and submitted annotations per item: counters on the Item row, `active_count` and
+  `submitted_count`, with CHECK constraints. A CHECK cannot count rows of another table, so
+  the services bump the counter with `UPDATE … SET n = n + 1` in the same transaction that
+  creates the assignment or submits the annotation; the UPDATE row-locks the item, so concurrent
+  writers serialise on it and PostgreSQL refuses the one that would exceed the quota.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+from django.urls import reverse
+
+from annotator.issues.models import Issue
+from taxonomy_app.models import Category, CodebookVersion, Facet
+
+
+class Study(models.Model):
+    name = models.CharField(max_length=200)
+    codebook_version = models.ForeignKey(
+        CodebookVersion, on_delete=models.PROTECT, related_name="+"
+    )
+    overlap_k = models.PositiveSmallIntegerField(
+        default=2, help_text="annotators per item (k)", verbose_name="overlap k"
+    )
+    guidelines = models.TextField(blank=True, help_text="Markdown, shown beside every item")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "studies"
+        ordering = ["-created_at", "-pk"]
+        constraints = [models.CheckConstraint(condition=Q(overlap_k__gte=1), name="study_k_gte_1")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("studies:detail", args=[self.pk])
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner", "owner"
+        ADJUDICATOR = "adjudicator", "adjudicator"
+        ANNOTATOR = "annotator", "annotator"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="study_memberships"
+    )
+    role = models.CharField(max_length=12, choices=Role.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study", "role", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "user"], name="membership_unique_user"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.role}) in {self.study}"
+
+    @property
+    def sees_all_labels(self) -> bool:
+        """Owners and adjudicators see every label; annotators only their own (blindness)."""
+        return self.role in {self.Role.OWNER, self.Role.ADJUDICATOR}
+
+    @property
+    def is_owner(self) -> bool:
+        return self.role == self.Role.OWNER
+
+
+class Invitation(models.Model):
+    """A link that makes whoever opens it (logged in) a member of the study with `role`."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="invitations")
+    role = models.CharField(max_length=12, choices=Membership.Role.choices)
+    token = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    uses = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"invitation to {self.study} as {self.role}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("studies:join", args=[self.token])
+
+
+class Round(models.Model):
+    class Kind(models.TextChoices):
+        CALIBRATION = "calibration", "calibration (every annotator labels every item)"
+        MAIN = "main", "main (k annotators per item)"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="rounds")
+    number = models.PositiveSmallIntegerField()
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.MAIN)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "number"], name="round_unique_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"round {self.number} ({self.kind})"
+
+
+class Selection(models.Model):
+    """How issues were added to a study: the record a paper's method section cites."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="selections")
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="selections")
+    filters = models.JSONField(default=dict, help_text="the issue filters, as given")
+    matched = models.PositiveIntegerField(help_text="issues matching the filters")
+    sample_size = models.PositiveIntegerField(null=True, blank=True)
+    seed = models.BigIntegerField(null=True, blank=True)
+    stratified_by = models.CharField(max_length=20, blank=True)
+    # {"OWNER/NAME": {"matched": n, "sampled": n}} per stratum
+    strata = models.JSONField(default=dict, blank=True)
+    sampled = models.PositiveIntegerField(help_text="issues kept after sampling")
+    added = models.PositiveIntegerField(help_text="issues new to the study")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study", "created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"selection of {self.added} issues for {self.study}"
+
+    @property
+    def method_text(self) -> str:
+        """The selection in words, for a paper's method section."""
+        filters = "; ".join(f"{key} = {value!r}" for key, value in self.filters.items())
+        text = (
+            f"Issues matching {filters or 'no filter'}, not already in the study: {self.matched}."
+        )
+        if self.sample_size is not None:
+            how = (
+                "stratified by repository (proportional allocation, largest remainder)"
+                if self.stratified_by
+                else "simple random sample"
+            )
+            text += f" Sample of {self.sample_size} requested, {how}, seed {self.seed}:"
+            text += f" {self.sampled} issues."
+        parts = ", ".join(
+            f"{name} {counts['sampled']}/{counts['matched']}"
+            for name, counts in self.strata.items()
+        )
+        return f"{text} Per repository (kept/matched): {parts or 'none'}."
+
+
+class ItemQuerySet(models.QuerySet["Item"]):
+    def with_state(self) -> ItemQuerySet:
+        return self.annotate(
+            state=models.Case(
+                models.When(submitted_count__gte=F("quota"), then=models.Value("complete")),
+                models.When(active_count__gt=0, then=models.Value("in progress")),
+                default=models.Value("unassigned"),
+            )
+        )
+
+
+class Item(models.Model):
+    """An issue in a study and round, with the counters that bound its assignments."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="items")
+    issue = models.ForeignKey(Issue, on_delete=models.PROTECT, related_name="study_items")
+    # The item's place in the labeling order: a seeded shuffle, so no repository or date
+    # clusters at the front.
+    position = models.PositiveIntegerField(default=0)
+    quota = models.PositiveSmallIntegerField(help_text="annotators this item needs")
+    active_count = models.PositiveSmallIntegerField(default=0, help_text="assigned or submitted")
+    submitted_count = models.PositiveSmallIntegerField(default=0)
+    # Set by the owner to open the item for discussion (adjudication); until then annotators
+    # see only their own labels.
+    released_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ItemQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["round", "position", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "issue"], name="item_unique_issue"),
+            models.CheckConstraint(
+                condition=Q(active_count__lte=F("quota")), name="item_active_within_quota"
+            ),
+            models.CheckConstraint(
+                condition=Q(submitted_count__lte=F("active_count")),
+                name="item_submitted_within_active",
+            ),
+        ]
+        indexes = [
+            # next_assignment's order (services/assignment.py)
+            models.Index(
+                "round",
+                F("submitted_count").desc(),
+                F("active_count").desc(),
+                "position",
+                name="item_pool",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"item {self.pk} ({self.issue_id}) of {self.study_id}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("studies:item", args=[self.pk])
+
+    @property
+    def released(self) -> bool:
+        return self.released_at is not None
+
+    @property
+    def is_complete(self) -> bool:
+        return self.submitted_count >= self.quota
+
+
+class Assignment(models.Model):
+    class Status(models.TextChoices):
+        ASSIGNED = "assigned", "in progress"
+        SUBMITTED = "submitted", "submitted"
+        SKIPPED = "skipped", "skipped"
+        EXPIRED = "expired", "timed out"
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments"
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ASSIGNED)
+    skip_reason = models.CharField(max_length=300, blank=True)
+    assigned_at = models.DateTimeField(auto_now_add=True)
+    # Last sign of work (open, draft save); the timeout counts from here.
+    touched_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["assigned_at", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "annotator"], name="assignment_unique_pair"),
+        ]
+        indexes = [
+            models.Index(fields=["annotator", "status"], name="assignment_annotator"),
+            models.Index(
+                fields=["touched_at"], condition=Q(status="assigned"), name="assignment_stale"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"assignment {self.pk} of item {self.item_id} to {self.annotator_id}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("studies:assignment", args=[self.pk])
+
+    @property
+    def changed_since_labeled(self) -> bool:
+        """The issue changed (a GitHub sync) after this assignment's labels were submitted."""
+        annotation = getattr(self, "annotation", None)
+        changed = self.item.issue.changed_at
+        submitted = annotation.submitted_at if annotation is not None else None
+        return bool(changed and submitted and changed > submitted)
+
+    @property
+    def is_open(self) -> bool:
+        """Still being labeled (a timed-out one may be taken back while its slot is free)."""
+        return self.status in {self.Status.ASSIGNED, self.Status.EXPIRED}
+
+
+class AnnotationQuerySet(models.QuerySet["Annotation"]):
+    def visible_to(self, user: Any, membership: Membership | None) -> AnnotationQuerySet:
+        """The blindness rule: owners and adjudicators see all; anyone else sees their own, and
+        others' only on items released for discussion once their own is submitted."""
+        if membership is not None and membership.sees_all_labels:
+            return self
+        mine = Q(assignment__annotator=user)
+        own_submitted = Assignment.objects.filter(
+            item=models.OuterRef("assignment__item"),
+            annotator=user,
+            status=Assignment.Status.SUBMITTED,
+        )
+        released = Q(assignment__item__released_at__isnull=False) & Q(models.Exists(own_submitted))
+        return self.filter(mine | (released & Q(status=Annotation.Status.SUBMITTED)))
+
+
+class Annotation(models.Model):
+    class Status(models.TextChoices):
+        DRAFT = "draft", "draft"
+        SUBMITTED = "submitted", "submitted"
+
+    assignment = models.OneToOneField(
+        Assignment, on_delete=models.CASCADE, related_name="annotation"
+    )
+    codebook_version = models.ForeignKey(
+        CodebookVersion, on_delete=models.PROTECT, related_name="+"
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
+    seconds_spent = models.PositiveIntegerField(default=0)
+    notes = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+
+    objects = AnnotationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["assignment"]
+
+    def __str__(self) -> str:
+        return f"annotation {self.pk} ({self.status})"
+
+
+class AnnotationLabel(models.Model):
+    """One category chosen in one facet; a multi-choice facet holds several rows."""
+
+    annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="labels")
+    facet = models.ForeignKey(Facet, on_delete=models.PROTECT, related_name="+")
+    category = models.ForeignKey(Category, on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        ordering = ["annotation", "facet", "category"]
+        constraints = [
+            models.UniqueConstraint(fields=["annotation", "category"], name="label_unique"),
+        ]
+        indexes = [models.Index(fields=["category"], name="label_category")]
+
+    def __str__(self) -> str:
+        return f"label {self.category_id} on {self.annotation_id}"

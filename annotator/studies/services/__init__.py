@@ -1,0 +1,43 @@
+"""Study services: every write goes through one of these keyword-only functions.
+
+Split by sub-domain: studies (study, members, invitations, rounds), selection (filters and
+seeded stratified samples), assignment (next item, skip, timeouts), annotation (drafts,
+submits, proposals), progress (read-only figures for pages and the API).
+"""
+
+from ..errors import LabelErrors, StudyError
+from .annotation import propose_category, save_draft, submit_annotation, validate_labels
+from .assignment import next_assignment, release_stale_assignments, skip_assignment
+from .selection import candidate_issues, clean_filters, preview_selection, select_issues
+from .studies import (
+    accept_invitation,
+    add_member,
+    create_invitation,
+    create_member_account,
+    create_round,
+    create_study,
+    update_study,
+)
+
+__all__ = [
+    "LabelErrors",
+    "StudyError",
+    "accept_invitation",
+    "add_member",
+    "candidate_issues",
+    "clean_filters",
+    "create_invitation",
+    "create_member_account",
+    "create_round",
+    "create_study",
+    "next_assignment",
+    "preview_selection",
+    "propose_category",
+    "release_stale_assignments",
+    "save_draft",
+    "select_issues",
+    "skip_assignment",
+    "submit_annotation",
+    "update_study",
+    "validate_labels",
+]

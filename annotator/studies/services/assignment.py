@@ -1,0 +1,145 @@
+"""Handing items to annotators: next item (breadth first, SKIP LOCKED), skip, timeouts."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Exists, F, OuterRef
+from django.utils import timezone
+
+from ..errors import StudyError
+from ..models import Assignment, Item, Membership, Study
+
+Status = Assignment.Status
+
+
+@transaction.atomic
+def next_assignment(*, study: Study, annotator: Any) -> Assignment | None:
+    """The annotator's open assignment in `study`, or a new one on the next item; None when no
+    item needs them.
+
+    The next item is the first, by round, that still has a free slot and was never given to
+    this annotator, preferring items with the most submitted and live assignments (so items
+    complete breadth first, and agreement can be computed early), then the seeded order. The
+    item row is taken with SELECT … FOR UPDATE SKIP LOCKED: concurrent requests each get a
+    different item instead of queueing on one. The annotator's membership row is locked first,
+    so two tabs of one annotator cannot take two items at once.
+    """
+    _lock_annotator(study, annotator)
+    current = (
+        Assignment.objects.filter(item__study=study, annotator=annotator, status=Status.ASSIGNED)
+        .order_by("assigned_at", "pk")
+        .first()
+    )
+    if current is not None:
+        return current
+    item = _free_item(study, annotator)
+    if item is None:
+        return None
+    assignment = Assignment.objects.create(item=item, annotator=annotator)
+    Item.objects.filter(pk=item.pk).update(active_count=F("active_count") + 1)
+    return assignment
+
+
+def _lock_annotator(study: Study, annotator: Any) -> Membership:
+    membership = (
+        Membership.objects.select_for_update()
+        .filter(study=study, user=annotator, role=Membership.Role.ANNOTATOR)
+        .first()
+    )
+    if membership is None:
+        raise StudyError("only the study's annotators are given items to label")
+    return membership
+
+
+def _free_item(study: Study, annotator: Any) -> Item | None:
+    given = Assignment.objects.filter(item=OuterRef("pk"), annotator=annotator)
+    return (
+        Item.objects.filter(study=study, active_count__lt=F("quota"))
+        .filter(~Exists(given))
+        # Rounds are numbered in creation order, so round_id orders them without a join, and
+        # the item_pool index serves this order: the scan stops at the first free item.
+        .order_by("round_id", "-submitted_count", "-active_count", "position")
+        .select_for_update(skip_locked=True, of=("self",))
+        .first()
+    )
+
+
+@transaction.atomic
+def skip_assignment(*, assignment: Assignment, user: Any, reason: str) -> Assignment:
+    """Give an item back with a reason; its slot returns to the pool for someone else, and it
+    is never offered to this annotator again. A draft is kept."""
+    reason = reason.strip()
+    if not reason:
+        raise StudyError("field 'reason': say why you skip this item")
+    assignment = lock_assignment(assignment, user)
+    if assignment.status == Status.SUBMITTED:
+        raise StudyError("this item is submitted already")
+    if assignment.status == Status.ASSIGNED:
+        Item.objects.filter(pk=assignment.item_id).update(active_count=F("active_count") - 1)
+    assignment.status, assignment.skip_reason = Status.SKIPPED, reason[:300]
+    assignment.finished_at = timezone.now()
+    assignment.save(update_fields=["status", "skip_reason", "finished_at"])
+    return assignment
+
+
+def lock_assignment(assignment: Assignment, user: Any) -> Assignment:
+    """The assignment row locked for update, with its item and study; only its annotator may
+    write to it."""
+    locked = (
+        Assignment.objects.select_for_update(of=("self",))
+        .select_related("item__study__codebook_version", "item__issue")
+        .get(pk=assignment.pk)
+    )
+    if locked.annotator_id != user.pk:
+        raise StudyError("this item is assigned to someone else")
+    return locked
+
+
+def reclaim_if_expired(assignment: Assignment) -> None:
+    """Take a timed-out assignment back, if its slot is still free."""
+    if assignment.status != Status.EXPIRED:
+        return
+    taken = Item.objects.filter(pk=assignment.item_id, active_count__lt=F("quota")).update(
+        active_count=F("active_count") + 1
+    )
+    if not taken:
+        raise StudyError(
+            "this item timed out and went to another annotator; your draft is kept, "
+            "but it can no longer be submitted"
+        )
+    assignment.status = Status.ASSIGNED
+    assignment.save(update_fields=["status"])
+
+
+def release_stale_assignments(*, now: datetime | None = None, minutes: int | None = None) -> int:
+    """Return assignments untouched for `minutes` (STUDIES_ASSIGNMENT_TIMEOUT_MINUTES) to the
+    pool: they become "timed out" and their item's slot is free again. Returns how many."""
+    minutes = settings.STUDIES_ASSIGNMENT_TIMEOUT_MINUTES if minutes is None else minutes
+    if minutes <= 0:
+        return 0
+    cutoff = (now or timezone.now()) - timedelta(minutes=minutes)
+    released = 0
+    while batch := _release_batch(cutoff):
+        released += batch
+    return released
+
+
+@transaction.atomic
+def _release_batch(cutoff: datetime, size: int = 500) -> int:
+    stale = list(
+        Assignment.objects.select_for_update(skip_locked=True)
+        .filter(status=Status.ASSIGNED, touched_at__lt=cutoff)
+        .order_by("pk")
+        .values_list("pk", "item_id")[:size]
+    )
+    if not stale:
+        return 0
+    Assignment.objects.filter(pk__in=[pk for pk, _ in stale]).update(status=Status.EXPIRED)
+    for item_id, count in sorted(Counter(item for _, item in stale).items()):
+        Item.objects.filter(pk=item_id).update(active_count=F("active_count") - count)
+    return len(stale)

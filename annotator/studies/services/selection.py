@@ -1,0 +1,100 @@
+"""Selecting issues into a study: filters, an optional seeded stratified sample, the record."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Max
+
+from annotator.issues.models import ISSUE_FILTERS, Issue, Repository
+
+from .. import sampling
+from ..errors import StudyError
+from ..models import Item, Round, Selection, Study
+from .studies import item_quota
+
+
+def clean_filters(filters: Mapping[str, Any]) -> dict[str, str]:
+    """The known issue filters (ISSUE_FILTERS) that have a value, as strings."""
+    return {
+        key: str(filters[key]).strip()
+        for key in ISSUE_FILTERS
+        if filters.get(key) not in (None, "") and str(filters[key]).strip()
+    }
+
+
+def candidate_issues(*, study: Study, filters: Mapping[str, Any]) -> list[tuple[int, str]]:
+    """(issue id, repository OWNER/NAME) of the issues matching `filters` that are not in the
+    study yet."""
+    matching = Issue.objects.matching(clean_filters(filters)).exclude(study_items__study=study)
+    rows = list(matching.order_by().values_list("pk", "repository_id"))
+    names = {r.pk: r.full_name for r in Repository.objects.filter(pk__in={r for _, r in rows})}
+    return [(pk, names[repository]) for pk, repository in rows]
+
+
+def preview_selection(*, study: Study, filters: Mapping[str, Any]) -> dict[str, int]:
+    """How many new issues each repository would contribute (for the selection form)."""
+    counts: dict[str, int] = {}
+    for _, repository in candidate_issues(study=study, filters=filters):
+        counts[repository] = counts.get(repository, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+@transaction.atomic
+def select_issues(
+    *,
+    study: Study,
+    round: Round,
+    filters: Mapping[str, Any],
+    sample_size: int | None = None,
+    seed: int | None = None,
+    stratify: bool = True,
+    user: Any = None,
+) -> Selection:
+    """Add the issues matching `filters` to `round`, or a random sample of `sample_size` of them
+    (proportionally stratified by repository unless `stratify` is false), and record the
+    filters, counts and seed. Items are ordered by a shuffle seeded with the same seed."""
+    if round.study_id != study.pk:
+        raise StudyError("field 'round': choose a round of this study")
+    if sample_size is not None and sample_size < 1:
+        raise StudyError("field 'sample_size': sample at least one issue, or leave it empty")
+    Study.objects.select_for_update().get(pk=study.pk)  # one selection at a time
+    candidates = candidate_issues(study=study, filters=filters)
+    seed = seed if seed is not None else secrets.randbelow(2**31)
+    chosen, strata = _sample(candidates, sample_size, seed, stratify)
+    _add_items(study, round, chosen, seed)
+    return Selection.objects.create(
+        study=study, round=round, filters=clean_filters(filters), matched=len(candidates),
+        sample_size=sample_size, seed=seed, stratified_by="repository" if stratify else "",
+        strata=strata, sampled=len(chosen), added=len(chosen), created_by=user,
+    )  # fmt: skip
+
+
+def _sample(
+    candidates: list[tuple[int, str]], size: int | None, seed: int, stratify: bool
+) -> tuple[list[int], dict[str, dict[str, int]]]:
+    if size is None:
+        ids = sorted(pk for pk, _ in candidates)
+    elif stratify:
+        ids = sampling.stratified_sample(candidates, size, seed).ids
+    else:
+        ids = sampling.simple_sample([pk for pk, _ in candidates], size, seed)
+    chosen = set(ids)
+    strata: dict[str, dict[str, int]] = {}
+    for pk, name in sorted(candidates, key=lambda c: c[1]):
+        counts = strata.setdefault(name, {"matched": 0, "sampled": 0})
+        counts["matched"] += 1
+        counts["sampled"] += pk in chosen
+    return ids, strata
+
+
+def _add_items(study: Study, round: Round, issue_ids: list[int], seed: int) -> None:
+    start = (Item.objects.filter(round=round).aggregate(n=Max("position"))["n"] or 0) + 1
+    quota = item_quota(study, round)
+    Item.objects.bulk_create(
+        Item(study=study, round=round, issue_id=pk, position=start + i, quota=quota)
+        for i, pk in enumerate(sampling.shuffled(issue_ids, seed))
+    )

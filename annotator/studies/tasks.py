@@ -1,0 +1,9 @@
+from celery import shared_task
+
+
+@shared_task(time_limit=300)
+def release_stale_assignments_task() -> None:
+    """Celery beat: return assignments left untouched past the timeout to the pool."""
+    from .services import release_stale_assignments
+
+    release_stale_assignments()

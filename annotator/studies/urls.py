@@ -1,0 +1,25 @@
+from django.urls import path
+
+from .views import annotate, dashboard, studies
+
+app_name = "studies"
+
+urlpatterns = [
+    path("", studies.study_list, name="list"),
+    path("new/", studies.study_create, name="create"),
+    path("join/<str:token>/", studies.join, name="join"),
+    path("<int:study_id>/", studies.study_detail, name="detail"),
+    path("<int:study_id>/edit/", studies.study_edit, name="edit"),
+    path("<int:study_id>/members/", studies.members, name="members"),
+    path("<int:study_id>/invite/", studies.invite, name="invite"),
+    path("<int:study_id>/select/", studies.select, name="select"),
+    path("<int:study_id>/dashboard/", dashboard.dashboard, name="dashboard"),
+    path("<int:study_id>/annotate/", annotate.annotate_next, name="annotate_next"),
+    path("<int:study_id>/mine/", annotate.my_items, name="mine"),
+    path("items/<int:item_id>/", dashboard.item_detail, name="item"),
+    path("assignments/<int:assignment_id>/", annotate.annotate, name="assignment"),
+    path("assignments/<int:assignment_id>/draft/", annotate.save_draft, name="draft"),
+    path("assignments/<int:assignment_id>/submit/", annotate.submit, name="submit"),
+    path("assignments/<int:assignment_id>/skip/", annotate.skip, name="skip"),
+    path("assignments/<int:assignment_id>/propose/", annotate.propose, name="propose"),
+]

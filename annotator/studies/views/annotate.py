@@ -1,0 +1,226 @@
+"""The annotate page and its htmx endpoints: next item, autosave, submit, skip, propose.
+
+Every view here loads the assignment filtered by `annotator=request.user`: an annotator reaches
+only their own assignments, so their own labels are the only ones these pages ever read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from annotator.issues.models import IssueComment
+
+from .. import services
+from ..codebook import CodebookSchema, codebook_schema
+from ..errors import LabelErrors, StudyError
+from ..forms import SkipForm
+from ..models import Annotation, AnnotationLabel, Assignment, Membership
+from ..services.progress import annotator_progress, round_progress
+from .access import markdown_html, membership_or_404
+from .facets import facets_html
+
+
+def annotate_next(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Resume the open assignment, or take the next item; "all done" when none is left."""
+    membership = membership_or_404(request, study_id, {Membership.Role.ANNOTATOR})
+    assignment = services.next_assignment(study=membership.study, annotator=request.user)
+    if assignment is None:
+        return render(request, "studies/all_done.html", {"study": membership.study})
+    return redirect(assignment)
+
+
+def _assignment_or_404(request: HttpRequest, assignment_id: int) -> Assignment:
+    assignment = (
+        Assignment.objects.select_related(
+            "item__issue__repository", "item__round", "item__study__codebook_version", "annotation"
+        )
+        .defer("item__issue__raw", "item__issue__search_vector")
+        .filter(pk=assignment_id, annotator=request.user)
+        .first()
+    )
+    if assignment is None:
+        raise Http404("No such assignment")
+    return assignment
+
+
+def annotate(request: HttpRequest, assignment_id: int) -> HttpResponse:
+    assignment = _assignment_or_404(request, assignment_id)
+    comments = IssueComment.objects.filter(issue=assignment.item.issue_id).only(
+        "author", "body", "created_at"
+    )
+    context = _form_context(assignment, _saved_labels(assignment), {})
+    context.update(
+        issue=assignment.item.issue,
+        body_html=markdown_html(assignment.item.issue.body),
+        comments=[(c, markdown_html(c.body)) for c in comments],
+        my_progress=annotator_progress(round_id=assignment.item.round_id, annotator=request.user),
+        round_progress=round_progress(round_id=assignment.item.round_id),
+        skip_form=SkipForm(),
+    )
+    return render(request, "studies/annotate.html", context)
+
+
+def _annotation(assignment: Assignment) -> Annotation | None:
+    try:
+        return assignment.annotation
+    except Annotation.DoesNotExist:
+        return None
+
+
+def _saved_labels(assignment: Assignment) -> dict[int, list[int]]:
+    labels: dict[int, list[int]] = {}
+    annotation = _annotation(assignment)
+    if annotation is None:
+        return labels
+    rows = AnnotationLabel.objects.filter(annotation=annotation).order_by()
+    for facet, category in rows.values_list("facet_id", "category_id"):
+        labels.setdefault(facet, []).append(category)
+    return labels
+
+
+def _form_context(
+    assignment: Assignment, labels: dict[int, list[int]], errors: dict[str, str]
+) -> dict[str, Any]:
+    schema = codebook_schema(assignment.item.study.codebook_version)
+    annotation = _annotation(assignment)
+    changed = assignment.item.issue.changed_at
+    submitted_at = annotation.submitted_at if annotation else None
+    propose_url = reverse("studies:propose", args=[assignment.pk])
+    return {
+        "assignment": assignment,
+        "study": assignment.item.study,
+        "annotation": annotation,
+        "facets_html": facets_html(schema, labels, errors, propose_url),
+        "errors": errors,
+        "changed_since_labeled": bool(changed and submitted_at and changed > submitted_at),
+    }
+
+
+def _posted_labels(request: HttpRequest, schema: CodebookSchema) -> dict[int, list[int]]:
+    """Category ids by facet id from `facet-<id>` fields; a non-number becomes -1 (invalid)."""
+    return {
+        f.id: [int(v) if v.isdigit() else -1 for v in request.POST.getlist(f"facet-{f.id}")]
+        for f in schema.facets
+    }
+
+
+def _work(request: HttpRequest, assignment: Assignment) -> dict[str, Any]:
+    schema = codebook_schema(assignment.item.study.codebook_version)
+    seconds = request.POST.get("seconds", "0")
+    return {
+        "assignment": assignment,
+        "user": request.user,
+        "labels": _posted_labels(request, schema),
+        "notes": request.POST.get("notes", "")[:5000],
+        "seconds_spent": int(seconds) if seconds.isdigit() else 0,
+    }
+
+
+@require_POST
+def save_draft(request: HttpRequest, assignment_id: int) -> HttpResponse:
+    assignment = _assignment_or_404(request, assignment_id)
+    context: dict[str, Any] = {"saved_at": None, "error": None}
+    try:
+        services.save_draft(**_work(request, assignment))
+        context["saved_at"] = timezone.now()
+    except StudyError as error:
+        context["error"] = str(error)
+    return render(request, "studies/annotate.html#save-status", context)
+
+
+@require_POST
+def submit(request: HttpRequest, assignment_id: int) -> HttpResponse:
+    assignment = _assignment_or_404(request, assignment_id)
+    work = _work(request, assignment)
+    try:
+        services.submit_annotation(**work)
+    except LabelErrors as error:
+        return _form_again(request, assignment, work["labels"], error.errors, "")
+    except StudyError as error:
+        return _form_again(request, assignment, work["labels"], {}, str(error))
+    return _go_next(request, assignment)
+
+
+def _form_again(
+    request: HttpRequest,
+    assignment: Assignment,
+    labels: dict[int, list[int]],
+    errors: dict[str, str],
+    message: str,
+) -> HttpResponse:
+    context = _form_context(assignment, labels, errors)
+    context["message"] = message or "Some facets need attention (marked below)."
+    if getattr(request, "htmx", False):
+        # htmx swaps 2xx answers only; the form comes back with its errors in place.
+        return render(request, "studies/annotate.html#annotate-form", context)
+    context.update(issue=assignment.item.issue, body_html="", comments=[], skip_form=SkipForm())
+    return render(request, "studies/annotate.html", context, status=400)
+
+
+def _go_next(request: HttpRequest, assignment: Assignment) -> HttpResponse:
+    """After a submit or skip: straight to the next item (one request less than a redirect to
+    the next-item view), or to the study's "all done" view."""
+    study = assignment.item.study
+    following = services.next_assignment(study=study, annotator=request.user)
+    url = (
+        following.get_absolute_url()
+        if following is not None
+        else reverse("studies:annotate_next", args=[study.pk])
+    )
+    if getattr(request, "htmx", False):
+        return HttpResponseClientRedirect(url)
+    return redirect(url)
+
+
+@require_POST
+def skip(request: HttpRequest, assignment_id: int) -> HttpResponse:
+    assignment = _assignment_or_404(request, assignment_id)
+    form = SkipForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise StudyError("choose a reason for skipping")
+        services.skip_assignment(assignment=assignment, user=request.user, reason=form.text())
+    except StudyError as error:
+        return _form_again(request, assignment, _saved_labels(assignment), {}, str(error))
+    return _go_next(request, assignment)
+
+
+@require_POST
+def propose(request: HttpRequest, assignment_id: int) -> HttpResponse:
+    assignment = _assignment_or_404(request, assignment_id)
+    facet = request.POST.get("facet", "")
+    prefix = f"propose-{facet}-"
+    context: dict[str, Any] = {"facet_id": facet, "proposal": None, "error": None}
+    try:
+        parent = request.POST.get(prefix + "parent", "")
+        context["proposal"] = services.propose_category(
+            assignment=assignment, user=request.user,
+            facet_id=int(facet) if facet.isdigit() else 0,
+            name=request.POST.get(prefix + "name", ""),
+            rationale=request.POST.get(prefix + "rationale", ""),
+            parent_id=int(parent) if parent.isdigit() else None,
+        )  # fmt: skip
+    except StudyError as error:
+        context["error"] = str(error)
+    return render(request, "studies/annotate.html#proposal-result", context)
+
+
+def my_items(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The annotator's own assignments, with "changed since labeled" where the issue changed
+    after they submitted."""
+    membership = membership_or_404(request, study_id, {Membership.Role.ANNOTATOR})
+    assignments = (
+        Assignment.objects.filter(item__study=membership.study, annotator=request.user)
+        .select_related("item__issue__repository", "item__round", "annotation")
+        .order_by("-assigned_at", "-pk")
+    )
+    return render(
+        request, "studies/my_items.html", {"study": membership.study, "assignments": assignments}
+    )

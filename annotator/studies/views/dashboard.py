@@ -1,0 +1,45 @@
+"""Pages for owners and adjudicators: the progress dashboard and an item with every label."""
+
+from __future__ import annotations
+
+from django.db.models import Prefetch
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from ..models import Annotation, AnnotationLabel, Item, Membership
+from ..services.progress import study_dashboard
+from .access import SEE_ALL, membership_or_404
+
+
+def dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
+    membership = membership_or_404(request, study_id, SEE_ALL)
+    rounds = study_dashboard(study=membership.study)
+    context = {"study": membership.study, "membership": membership, "rounds": rounds}
+    if getattr(request, "htmx", False):
+        return render(request, "studies/dashboard.html#dashboard-figures", context)
+    return render(request, "studies/dashboard.html", context)
+
+
+def item_detail(request: HttpRequest, item_id: int) -> HttpResponse:
+    """An item with the annotations the viewer may see (Annotation.objects.visible_to): all of
+    them for owners and adjudicators; for an annotator, their own, and others' only once the
+    item is released for discussion and their own is submitted."""
+    item = Item.objects.select_related("issue__repository", "round", "study").filter(pk=item_id)
+    item = item.first()
+    if item is None:
+        raise Http404("No such item")
+    membership = Membership.objects.filter(study=item.study_id, user=request.user).first()
+    if membership is None:
+        raise Http404("No such item")
+    annotations = (
+        Annotation.objects.filter(assignment__item=item)
+        .visible_to(request.user, membership)
+        .select_related("assignment__annotator")
+        .prefetch_related(
+            Prefetch("labels", AnnotationLabel.objects.select_related("facet", "category"))
+        )
+    )
+    if not membership.sees_all_labels and not annotations:
+        raise Http404("No such item")
+    context = {"item": item, "annotations": annotations, "membership": membership}
+    return render(request, "studies/item_detail.html", context)

@@ -1,0 +1,335 @@
+"""Benchmark: 50 annotators labeling at once against gunicorn on 127.0.0.1 (PostgreSQL).
+
+Two phases with the same annotators: ~2 s of reading per item ("think"), then no think time at
+all ("saturation"). Each loop is what the browser does: GET the annotate page, then POST the
+submit (htmx), whose answer names the next item (HX-Redirect). See benchmarks/README.md.
+
+    .venv/bin/python benchmarks/labeling_load.py [--annotators 50] [--think 2.0]
+        [--think-seconds 60] [--saturation-seconds 30] [--workers 4] [--items 5000] [--keep]
+
+Requests go only to 127.0.0.1, from a bounded pool of threads, for a bounded time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+RESULTS = ROOT / "benchmarks" / "results" / "labeling_load.json"
+DEFAULT_URL = "postgres://root@127.0.0.1:5432/annotator_bench_labeling"
+PASSWORD = "bench-password-1"
+TARGET_P95_MS = 50
+TARGET_LOOPS = 70
+REFERENCE = "Label Studio 1.23 under gunicorn here: 7 loops/s, p95 ~6 s"
+
+
+# --- setup (runs in a child process with Django) ----------------------------------------------
+def setup(items: int, annotators: int) -> dict[str, Any]:
+    """Codebook, `items` issues with comments (bodies from the demo threads), a k = 2 study
+    with every issue selected, and the annotators. Returns what the load clients need."""
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotator.settings")
+    django.setup()
+    import io
+
+    from django.contrib.auth.hashers import make_password
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+
+    from annotator.issues.models import Issue, IssueComment, Repository
+    from annotator.studies.codebook import codebook_schema
+    from annotator.studies.models import Membership
+    from annotator.studies.services import create_study, select_issues
+    from taxonomy_app.models import CodebookVersion
+
+    call_command("load_codebook", publish=True, stdout=io.StringIO())
+    version = CodebookVersion.objects.get(status="published")
+    demo = ROOT / "annotator" / "issues" / "demo_data"
+    bodies = [i["body"] or "" for i in json.loads((demo / "colossalai_issues.json").read_text())]
+    notes = [c["body"] or "" for c in json.loads((demo / "colossalai_comments.json").read_text())]
+    repo = Repository.objects.create(owner="hpcaitech", name="ColossalAI")
+    Issue.objects.bulk_create(
+        Issue(repository=repo, number=n, title=f"Issue {n}: NCCL timeout on {n % 8 + 1} nodes",
+              body=bodies[n % len(bodies)], state="closed", content_hash=f"{n:064x}",
+              comments_count=4)
+        for n in range(1, items + 1)
+    )  # fmt: skip
+    IssueComment.objects.bulk_create(
+        IssueComment(issue=issue, key=f"b{issue.pk}-{j}", body=notes[(issue.pk + j) % len(notes)],
+                     author="reviewer", content_hash=f"{issue.pk:060x}{j:04x}")
+        for issue in Issue.objects.only("pk") for j in range(4)
+    )  # fmt: skip
+    owner = User.objects.create_superuser("bench-owner", password=PASSWORD)
+    study = create_study(name="Load", codebook_version=version, owner=owner, overlap_k=2)
+    hashed = make_password(PASSWORD)
+    people = User.objects.bulk_create(
+        User(username=f"bench{i:03d}", password=hashed) for i in range(annotators)
+    )
+    Membership.objects.bulk_create(
+        Membership(study=study, user=u, role=Membership.Role.ANNOTATOR) for u in people
+    )
+    select_issues(study=study, round=study.rounds.get(), filters={}, seed=1, user=owner)
+    schema = codebook_schema(version)
+    labels = {f"facet-{f.id}": [f.categories[0].id] for f in schema.facets[:3]}
+    return {"study": study.pk, "users": [u.username for u in people], "labels": labels}
+
+
+# --- HTTP client ------------------------------------------------------------------------------
+class Browser:
+    """One annotator's keep-alive connection with its cookies (stdlib only, low overhead)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.cookies: dict[str, str] = {}
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+
+    def request(self, method: str, path: str, form: dict[str, Any] | None = None,
+                headers: dict[str, str] | None = None) -> tuple[int, Any, bytes]:  # fmt: skip
+        sent = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
+        body = None
+        if form is not None:
+            body = urlencode(form, doseq=True)
+            sent["Content-Type"] = "application/x-www-form-urlencoded"
+            sent["X-CSRFToken"] = self.cookies.get("csrftoken", "")
+        sent.update(headers or {})
+        try:
+            self.conn.request(method, path, body=body, headers=sent)
+            response = self.conn.getresponse()
+            data = response.read()
+        except (OSError, http.client.HTTPException):
+            self.conn.close()
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            raise
+        for cookie in response.headers.get_all("Set-Cookie") or []:
+            name, _, value = cookie.split(";", 1)[0].partition("=")
+            self.cookies[name] = value
+        return response.status, response.headers, data
+
+    def log_in(self, username: str) -> None:
+        _, _, page = self.request("GET", "/login/")
+        token = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', page)
+        assert token, "no CSRF token on the login page"
+        status, _, _ = self.request(
+            "POST", "/login/",
+            {"username": username, "password": PASSWORD, "csrfmiddlewaretoken": token.group(1)},
+        )  # fmt: skip
+        assert status == 302, f"login of {username} answered {status}"
+
+
+class Stats:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.times: dict[str, list[float]] = {"GET annotate page": [], "POST submit": []}
+        self.errors: list[str] = []
+        self.loops = 0
+
+    def add(self, name: str, seconds: float) -> None:
+        with self.lock:
+            self.times[name].append(seconds)
+
+
+def annotator(browser: Browser, study: int, labels: dict[str, Any], think: float,
+              until: float, stats: Stats) -> None:  # fmt: skip
+    # Readers do not move in step: each waits a random share of one think time before starting,
+    # and each read lasts think * U(0.75, 1.25) (mean `think`), so requests do not come in waves.
+    rng = random.Random(id(browser))
+    time.sleep(rng.uniform(0, think))
+    try:
+        status, headers, _ = browser.request("GET", f"/studies/{study}/annotate/")
+        path = headers.get("Location", "")
+        while time.monotonic() < until and "/assignments/" in path:
+            start = time.perf_counter()
+            status, _, page = browser.request("GET", path)
+            stats.add("GET annotate page", time.perf_counter() - start)
+            if status != 200 or b"annotate-form" not in page:
+                raise RuntimeError(f"GET {path}: {status}")
+            time.sleep(think * rng.uniform(0.75, 1.25))
+            start = time.perf_counter()
+            status, headers, _ = browser.request(
+                "POST", path + "submit/", {**labels, "seconds": "2"}, {"HX-Request": "true"}
+            )
+            stats.add("POST submit", time.perf_counter() - start)
+            if status != 200 or not headers.get("HX-Redirect"):
+                raise RuntimeError(f"POST {path}submit/: {status}")
+            path = headers["HX-Redirect"]
+            with stats.lock:
+                stats.loops += 1
+    except Exception as error:  # counted and reported, never hidden
+        with stats.lock:
+            stats.errors.append(repr(error)[:200])
+
+
+def run_phase(browsers: list[Browser], study: int, labels: dict[str, Any], think: float,
+              seconds: float) -> dict[str, Any]:  # fmt: skip
+    stats = Stats()
+    start = time.monotonic()
+    until = start + seconds
+    threads = [
+        threading.Thread(target=annotator, args=(b, study, labels, think, until, stats))
+        for b in browsers
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=seconds + 60)
+    elapsed = time.monotonic() - start
+    return summarize(stats, elapsed, think)
+
+
+def summarize(stats: Stats, elapsed: float, think: float) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "think_s": think, "seconds": round(elapsed, 1), "loops": stats.loops,
+        "loops_per_s": round(stats.loops / elapsed, 1),
+        "errors": len(stats.errors), "error_samples": stats.errors[:3],
+    }  # fmt: skip
+    for name, times in stats.times.items():
+        ms = sorted(t * 1000 for t in times)
+        out[name] = {
+            "n": len(ms),
+            "p50_ms": round(statistics.median(ms), 1) if ms else None,
+            "p95_ms": round(ms[int(0.95 * (len(ms) - 1))], 1) if ms else None,
+            "max_ms": round(ms[-1], 1) if ms else None,
+        }
+    return out
+
+
+# --- orchestration ----------------------------------------------------------------------------
+def recreate_database(url: str) -> None:
+    import psycopg2
+
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    if "bench" not in name:  # an exported DATABASE_URL must not cost anyone their data
+        sys.exit(f"refusing to drop database {name!r}: a benchmark database's name has 'bench'")
+    conn = psycopg2.connect(
+        host=parts.hostname or "127.0.0.1", port=parts.port or 5432,
+        user=parts.username or "root", password=parts.password, dbname="postgres",
+    )  # fmt: skip
+    conn.autocommit = True
+    with conn.cursor() as cursor:
+        cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        cursor.execute(f'CREATE DATABASE "{name}"')
+    conn.close()
+
+
+def start_gunicorn(env: dict[str, str], port: int, workers: int) -> subprocess.Popen[bytes]:
+    server = subprocess.Popen(
+        [str(ROOT / ".venv" / "bin" / "gunicorn"), "annotator.wsgi", "-b", f"127.0.0.1:{port}",
+         "-w", str(workers), "--backlog", "256", "--log-level", "warning"],
+        cwd=ROOT, env=env,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/login/")
+            if conn.getresponse().status == 200:
+                return server
+        except OSError:
+            time.sleep(0.3)
+    server.terminate()
+    sys.exit("gunicorn did not start")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--annotators", type=int, default=50)
+    parser.add_argument("--think", type=float, default=2.0)
+    parser.add_argument("--think-seconds", type=float, default=60)
+    parser.add_argument("--saturation-seconds", type=float, default=30)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--items", type=int, default=5000)
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--keep", action="store_true", help="keep the database")
+    parser.add_argument("--setup-only", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.setup_only:
+        print(json.dumps(setup(args.items, args.annotators)))
+        return
+    url = os.environ.get("DATABASE_URL") or DEFAULT_URL
+    env = {**os.environ, "DATABASE_URL": url, "DJANGO_DEBUG": "0", "DATABASE_CONN_MAX_AGE": "600",
+           "LOG_LEVEL": "WARNING"}  # fmt: skip
+    env.pop("REDIS_URL", None)  # nothing here uses jobs; keep Redis out of the measurement
+    recreate_database(url)
+    python = str(ROOT / ".venv" / "bin" / "python")
+    subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    made = subprocess.run(
+        [python, __file__, "--setup-only", "--items", str(args.items),
+         "--annotators", str(args.annotators)],
+        cwd=ROOT, env=env, check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    world = json.loads(made.stdout.strip().splitlines()[-1])
+    server = start_gunicorn(env, args.port, args.workers)
+    try:
+        browsers = [Browser(args.port) for _ in world["users"]]
+        for browser, username in zip(browsers, world["users"], strict=True):
+            browser.log_in(username)
+        load = os.getloadavg()[0]
+        think = run_phase(browsers, world["study"], world["labels"], args.think, args.think_seconds)
+        saturation = run_phase(
+            browsers, world["study"], world["labels"], 0.0, args.saturation_seconds
+        )
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    report(args, {"think": think, "saturation": saturation, "load_before": load})
+    if not args.keep:
+        import psycopg2  # noqa: F401  (dropping reuses recreate's connection logic)
+
+        _drop(url)
+
+
+def _drop(url: str) -> None:
+    import psycopg2
+
+    parts = urlsplit(url)
+    conn = psycopg2.connect(host=parts.hostname or "127.0.0.1", port=parts.port or 5432,
+                            user=parts.username or "root", dbname="postgres")  # fmt: skip
+    conn.autocommit = True
+    with conn.cursor() as cursor:
+        cursor.execute(f'DROP DATABASE IF EXISTS "{parts.path.lstrip("/")}" WITH (FORCE)')
+    conn.close()
+
+
+def report(args: argparse.Namespace, results: dict[str, Any]) -> None:
+    results["config"] = {"annotators": args.annotators, "workers": args.workers,
+                         "cores": os.cpu_count(), "items": args.items}  # fmt: skip
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2))
+    print(f"{args.annotators} annotators, gunicorn {args.workers} sync workers, "
+          f"{os.cpu_count()} cores, load average before {results['load_before']:.2f}")  # fmt: skip
+    print(f"{'phase':<12}{'operation':<20}{'n':>7}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}"
+          f"{'errors':>8}{'loops/s':>9}")  # fmt: skip
+    for phase in ("think", "saturation"):
+        row = results[phase]
+        for name in ("GET annotate page", "POST submit"):
+            op = row[name]
+            print(f"{phase:<12}{name:<20}{op['n']:>7}{op['p50_ms']!s:>9}{op['p95_ms']!s:>9}"
+                  f"{op['max_ms']!s:>9}{row['errors']:>8}{row['loops_per_s']:>9}")  # fmt: skip
+    think, sat = results["think"], results["saturation"]
+    p95 = max(think["GET annotate page"]["p95_ms"] or 0, think["POST submit"]["p95_ms"] or 0)
+    print(f"targets: p95 < {TARGET_P95_MS} ms with think time: {p95} ms "
+          f"{'ok' if p95 < TARGET_P95_MS else 'MISSED'}; no errors: "
+          f"{'ok' if not think['errors'] and not sat['errors'] else 'MISSED'}; "
+          f"≥ {TARGET_LOOPS} loops/s at saturation: {sat['loops_per_s']} "
+          f"{'ok' if sat['loops_per_s'] >= TARGET_LOOPS else 'MISSED'}")  # fmt: skip
+    print(f"reference: {REFERENCE}")
+
+
+if __name__ == "__main__":
+    main()
