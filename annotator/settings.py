@@ -164,6 +164,15 @@ CACHES = {
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }
 
+# Sessions are read on every request; with a shared cache they come from Redis, written through
+# to the database. Without Redis each process would hold its own copy, and a logout in one
+# process would not reach the others, so sessions then stay in the database alone.
+SESSION_ENGINE = (
+    "django.contrib.sessions.backends.cached_db"
+    if REDIS_URL
+    else "django.contrib.sessions.backends.db"
+)
+
 # Celery: a worker over Redis when REDIS_URL is set, otherwise tasks run in-process.
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL

@@ -264,7 +264,8 @@ def main() -> None:
     url = os.environ.get("DATABASE_URL") or DEFAULT_URL
     env = {**os.environ, "DATABASE_URL": url, "DJANGO_DEBUG": "0", "DATABASE_CONN_MAX_AGE": "600",
            "LOG_LEVEL": "WARNING"}  # fmt: skip
-    env.pop("REDIS_URL", None)  # nothing here uses jobs; keep Redis out of the measurement
+    # The production shape (docker-compose.yml): sessions are cached in Redis.
+    env["REDIS_URL"] = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/6")
     recreate_database(url)
     python = str(ROOT / ".venv" / "bin" / "python")
     subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
