@@ -23,7 +23,7 @@ venv: $(UV)
 
 run: venv
 	@mkdir -p var
-	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py migrate --noinput -v 0
 	$(BIN)/python manage.py seed_demo
 	@if [ -n "$$REDIS_URL" ]; then \
 	  echo "Starting a Celery worker with beat (REDIS_URL=$$REDIS_URL)"; \
