@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class AdjudicationConfig(AppConfig):
+    name = "annotator.adjudication"
+    label = "adjudication"
+    verbose_name = "adjudication"

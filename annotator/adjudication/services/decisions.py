@@ -1,0 +1,181 @@
+"""Decisions: automatic (unanimous, majority) when an item's last annotation arrives, and by an
+adjudicator with optimistic locking; the owner's release of an item for discussion."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotator.studies.codebook import codebook_schema
+from annotator.studies.models import Annotation, AnnotationLabel, Item, Study
+from taxonomy_app.models import Facet
+
+from ..errors import AdjudicationError, DecisionConflict, LabelErrors
+from ..models import AdjudicationSettings, Decision, DecisionLabel, ItemAgreement
+from . import rules
+from .history import record_change
+
+Source = Decision.Source
+
+
+@transaction.atomic
+def decide_item_if_complete(*, item: Item) -> Decision | None:
+    """Once all k annotations of `item` are submitted: store its agreement and decide it where
+    the rules allow (unanimous; majority when the study enables it and k ≥ 3); otherwise it
+    waits in the disagreement queue. Called again after a re-submit, it re-applies the rules to
+    an automatic decision; a person's decision stands. Returns the item's decision, if any."""
+    row = Item.objects.filter(pk=item.pk).values(
+        "submitted_count", "quota", "study_id", "study__codebook_version_id"
+    )
+    state = row.first()
+    if state is None or state["submitted_count"] < state["quota"]:
+        return None
+    facets = list(
+        Facet.objects.filter(version=state["study__codebook_version_id"])
+        .order_by("order", "pk")
+        .values_list("pk", flat=True)
+    )
+    majority = AdjudicationSettings.objects.filter(
+        study=state["study_id"], majority_rule=True
+    ).exists()
+    outcome = rules.decide(submitted_label_sets(item.pk), facets, majority=majority)
+    _store_agreement(item.pk, outcome)
+    decision = Decision.objects.select_for_update().filter(item=item.pk).first()
+    if decision is not None and not decision.is_automatic:
+        return decision
+    if outcome.source is None:
+        if decision is not None:
+            decision.delete()
+            record_change(item=item, user=None)
+        return None
+    decision = _save_automatic(item.pk, decision, outcome)
+    record_change(item=item, user=None)
+    return decision
+
+
+def submitted_label_sets(item_id: int) -> list[dict[int, frozenset[int]]]:
+    """facet id → category ids, per submitted annotation of the item."""
+    ids = list(
+        Annotation.objects.filter(
+            assignment__item=item_id, status=Annotation.Status.SUBMITTED
+        ).values_list("pk", flat=True)
+    )
+    found: dict[int, dict[int, set[int]]] = {pk: {} for pk in ids}
+    rows = AnnotationLabel.objects.filter(annotation__in=ids).order_by()
+    for annotation, facet, category in rows.values_list("annotation_id", "facet_id", "category_id"):
+        found[annotation].setdefault(facet, set()).add(category)
+    return [{f: frozenset(c) for f, c in sets.items()} for sets in found.values()]
+
+
+def _store_agreement(item_id: int, outcome: rules.Outcome) -> None:
+    row, _ = ItemAgreement.objects.update_or_create(
+        item_id=item_id, defaults={"value": max(0.0, min(1.0, outcome.agreement))}
+    )
+    row.disagreeing_facets.set(outcome.disagreeing)
+
+
+def _save_automatic(item_id: int, decision: Decision | None, outcome: rules.Outcome) -> Decision:
+    assert outcome.source is not None
+    if decision is None:
+        decision = Decision.objects.create(item_id=item_id, source=outcome.source)
+    else:
+        Decision.objects.filter(pk=decision.pk).update(
+            source=outcome.source, version=F("version") + 1, updated_at=timezone.now()
+        )
+    _write_labels(decision, [(f, c) for f, cs in outcome.labels.items() for c in sorted(cs)])
+    return decision
+
+
+def _write_labels(decision: Decision, rows: Sequence[tuple[int, int]]) -> None:
+    DecisionLabel.objects.filter(decision=decision).delete()
+    DecisionLabel.objects.bulk_create(
+        DecisionLabel(decision=decision, facet_id=facet, category_id=category)
+        for facet, category in rows
+    )
+
+
+@transaction.atomic
+def adjudicate_item(
+    *,
+    item: Item,
+    user: Any,
+    labels: Mapping[int, Sequence[int]],
+    reason: str,
+    comment: str = "",
+    version: int,
+) -> Decision:
+    """Save the adjudicator's final labels for `item` with the reason for the disagreement.
+
+    `version` is the decision version the adjudicator saw (0: no decision yet). If someone saved
+    the item's decision since, DecisionConflict is raised and their decision is kept. Labels are
+    validated like a submit (required facets, one category in a single-choice facet, categories
+    of the study's codebook version): LabelErrors by facet key, and nothing is written."""
+    from annotator.studies.services.annotation import validate_labels  # studies imports us
+
+    schema = codebook_schema(item.study.codebook_version)
+    rows, errors = validate_labels(schema, labels, require=True)
+    if reason not in Decision.Reason.values:
+        errors["reason"] = "choose the reason for the disagreement"
+    if errors:
+        raise LabelErrors(errors)
+    values = {"source": Source.ADJUDICATED, "reason": reason, "comment": comment.strip(),
+              "decided_by": user}  # fmt: skip
+    decision = _claim(item, version, values)
+    _write_labels(decision, rows)
+    record_change(item=item, user=user)
+    return decision
+
+
+def _claim(item: Item, version: int, values: dict[str, Any]) -> Decision:
+    """Write the decision row only if it is still at `version` (compare-and-set)."""
+    if version == 0:
+        try:
+            with transaction.atomic():
+                return Decision.objects.create(item=item, version=1, **values)
+        except IntegrityError:
+            raise DecisionConflict(conflict_message(item)) from None
+    updated = Decision.objects.filter(item=item, version=version).update(
+        version=F("version") + 1, updated_at=timezone.now(), **values
+    )
+    if not updated:
+        raise DecisionConflict(conflict_message(item))
+    return Decision.objects.get(item=item)
+
+
+def conflict_message(item: Item) -> str:
+    decision = Decision.objects.filter(item=item).select_related("decided_by").first()
+    if decision is None:
+        return "The decision on this item changed while you were deciding. Reload and decide again."
+    who = decision.decided_by.get_username() if decision.decided_by else "an automatic rule"
+    when = timezone.localtime(decision.updated_at).strftime("%H:%M:%S")
+    return (
+        f"Not saved: {who} saved a decision on this item at {when}, after you opened it. "
+        "Their decision is kept; reload to see it, then change it if you still disagree."
+    )
+
+
+@transaction.atomic
+def release_item(*, item: Item) -> bool:
+    """Open the item for discussion: its annotators who submitted may now read the others'
+    labels and join the thread. Returns False when it was released already."""
+    return bool(
+        Item.objects.filter(pk=item.pk, released_at__isnull=True).update(released_at=timezone.now())
+    )
+
+
+@transaction.atomic
+def set_majority_rule(*, study: Study, enabled: bool) -> int:
+    """Turn the majority rule on or off for `study` and re-apply the rules to its complete items
+    that no person decided. Returns how many items are decided automatically afterwards."""
+    if enabled and study.overlap_k < 3:
+        raise AdjudicationError("the majority rule needs k ≥ 3 annotators per item")
+    AdjudicationSettings.objects.update_or_create(study=study, defaults={"majority_rule": enabled})
+    pending = Item.objects.filter(study=study, agreement__isnull=False).exclude(
+        decision__source__in=[Source.ADJUDICATED, Source.IMPORTED]
+    )
+    decided = [decide_item_if_complete(item=item) for item in pending]
+    return sum(1 for d in decided if d is not None)

@@ -1,0 +1,78 @@
+"""The audit trail: every change to an annotation or a decision, as before/after snapshots.
+
+Called by the services that write (studies' submit path, this app's decisions), never from a
+signal: `record_change` snapshots the current state and compares it with the last recorded one,
+so a save that changed nothing records nothing and "before" needs no read ahead of the write.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from annotator.studies.models import Annotation, AnnotationLabel, Item
+
+from ..models import Change, Decision, DecisionLabel
+
+Snapshot = dict[str, Any]
+
+
+def record_change(
+    *, user: Any, annotation: Annotation | None = None, item: Item | None = None
+) -> Change | None:
+    """Record the current state of `annotation`, or (given `item` alone) of the item's decision
+    (None after it was withdrawn), if it differs from the last recorded state. Returns the new
+    Change, or None when nothing changed. Call it inside the writing transaction."""
+    after: Snapshot | None
+    if annotation is not None:
+        item_id = annotation.assignment.item_id
+        after = annotation_snapshot(annotation)
+        last = Change.objects.filter(annotation=annotation)
+        subject = Change.Subject.ANNOTATION
+    elif item is not None:
+        item_id = item.pk
+        after = decision_snapshot(Decision.objects.filter(item=item).first())
+        last = Change.objects.filter(item=item, subject=Change.Subject.DECISION)
+        subject = Change.Subject.DECISION
+    else:
+        raise TypeError("record_change needs annotation= or item=")
+    previous = last.order_by("-at", "-pk").values_list("after", flat=True).first()
+    if previous == after:
+        return None
+    return Change.objects.create(
+        item_id=item_id, subject=subject, annotation=annotation,
+        user=user if getattr(user, "pk", None) else None, before=previous, after=after,
+    )  # fmt: skip
+
+
+def annotation_snapshot(annotation: Annotation) -> Snapshot:
+    rows = AnnotationLabel.objects.filter(annotation=annotation)
+    return {
+        "annotator": annotation.assignment.annotator.get_username(),
+        "status": annotation.status,
+        "labels": _codes(rows.values_list("facet__key", "category__code")),
+        "notes": annotation.notes,
+    }
+
+
+def decision_snapshot(decision: Decision | None) -> Snapshot | None:
+    if decision is None:
+        return None
+    rows = DecisionLabel.objects.filter(decision=decision)
+    return {
+        "source": decision.source,
+        "reason": decision.reason,
+        "comment": decision.comment,
+        "labels": _codes(rows.values_list("facet__key", "category__code")),
+    }
+
+
+def _codes(rows: Any) -> dict[str, list[str]]:
+    labels: dict[str, list[str]] = {}
+    for key, code in sorted(rows):
+        labels.setdefault(key, []).append(code)
+    return labels
+
+
+def item_history(*, item: Item) -> list[Change]:
+    """The item's changes, oldest first, with who made each."""
+    return list(Change.objects.filter(item=item).select_related("user").order_by("at", "pk"))

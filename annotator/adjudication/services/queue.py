@@ -1,0 +1,80 @@
+"""Read-only views of a study's items for adjudicators: the disagreement queue, the
+re-labeling queue after codebook splits, and the owner's overview of every item."""
+
+from __future__ import annotations
+
+from django.db.models import Exists, OuterRef, Q, QuerySet
+
+from annotator.studies.models import AnnotationLabel, Item, Study
+from taxonomy_app.models import ChangeOperation
+
+from ..models import DecisionLabel, ItemAgreement
+
+
+def disagreement_queue(
+    *, study: Study, facet_id: int | None = None, round_id: int | None = None
+) -> QuerySet[ItemAgreement]:
+    """Complete items no rule or person has decided, lowest agreement first; optionally only
+    those whose annotators differ in `facet_id`, or of one round."""
+    queue = ItemAgreement.objects.undecided().filter(item__study=study)
+    if facet_id:
+        queue = queue.filter(disagreeing_facets=facet_id)
+    if round_id:
+        queue = queue.filter(item__round=round_id)
+    return queue.select_related("item__issue__repository", "item__round").order_by(
+        "value", "item__round__number", "item__position", "item"
+    )
+
+
+def next_in_queue(
+    *, study: Study, facet_id: int | None = None, round_id: int | None = None
+) -> Item | None:
+    entry = disagreement_queue(study=study, facet_id=facet_id, round_id=round_id).first()
+    return entry.item if entry else None
+
+
+def _split_after(label_category: str) -> Exists:
+    """A later codebook version split the category a label points at."""
+    return Exists(
+        ChangeOperation.objects.filter(
+            kind=ChangeOperation.Kind.SPLIT, category__origin=OuterRef(label_category)
+        )
+    )
+
+
+def relabel_queue(*, study: Study) -> QuerySet[Item]:
+    """Items whose labels use a category that a later codebook version split (so which of the
+    new categories applies needs a person): their final decision still uses it, or an
+    annotation does and no person has decided the item since the split."""
+    split_annotation = AnnotationLabel.objects.filter(
+        annotation__assignment__item=OuterRef("pk")
+    ).filter(_split_after("category_id"))
+    split_decision = DecisionLabel.objects.filter(decision__item=OuterRef("pk")).filter(
+        _split_after("category_id")
+    )
+    newer_decision = Exists(
+        ChangeOperation.objects.filter(
+            kind=ChangeOperation.Kind.SPLIT,
+            category__origin__in=AnnotationLabel.objects.filter(
+                annotation__assignment__item=OuterRef(OuterRef("pk"))
+            ).values("category_id"),
+            created_at__gt=OuterRef("decision__updated_at"),
+        )
+    )
+    stale = Q(decision__isnull=True) | Q(decision__source__in=["unanimous", "majority"])
+    return (
+        Item.objects.filter(study=study)
+        .filter(Exists(split_decision) | (Exists(split_annotation) & (stale | newer_decision)))
+        .select_related("issue__repository", "round", "decision")
+        .order_by("round__number", "position", "pk")
+    )
+
+
+def item_overview(*, study: Study, round_id: int | None = None) -> QuerySet[Item]:
+    """Every item of the study with its labeling state, agreement and decision."""
+    items = Item.objects.filter(study=study).with_state()
+    if round_id:
+        items = items.filter(round=round_id)
+    return items.select_related("issue__repository", "round", "decision", "agreement").order_by(
+        "round__number", "position", "pk"
+    )

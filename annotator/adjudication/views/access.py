@@ -1,0 +1,28 @@
+"""Who may see what on the adjudication pages. Non-members get 404, as in the studies app."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404, HttpRequest
+
+from annotator.studies.models import Item, Membership
+from annotator.studies.views.access import SEE_ALL, membership_or_404
+
+__all__ = ["SEE_ALL", "item_or_404", "membership_or_404"]
+
+
+def item_or_404(request: HttpRequest, item_id: int, roles: Any = None) -> tuple[Item, Membership]:
+    """The item and the viewer's membership of its study (restricted to `roles` if given)."""
+    item = (
+        Item.objects.select_related("issue__repository", "round", "study__codebook_version")
+        .defer("issue__raw", "issue__search_vector")
+        .filter(pk=item_id)
+        .first()
+    )
+    if item is None:
+        raise Http404("No such item")
+    membership = Membership.objects.filter(study=item.study_id, user=request.user).first()
+    if membership is None or (roles is not None and membership.role not in roles):
+        raise Http404("No such item")
+    return item, membership

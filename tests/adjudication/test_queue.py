@@ -1,0 +1,69 @@
+"""The disagreement queue (order, filters, count) and the re-labeling queue after a split."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotator.adjudication.services import (
+    adjudicate_item,
+    disagreement_queue,
+    next_in_queue,
+    relabel_queue,
+)
+from annotator.studies.services import create_round
+from taxonomy_app.services import split_category, start_draft
+from tests.adjudication.helpers import label_next
+from tests.factories import IssueFactory
+from tests.taxonomy_app.factories import category
+
+pytestmark = pytest.mark.django_db
+
+
+def test_queue_is_ordered_by_lowest_agreement_and_counts_what_remains(scene):
+    half = label_next(scene, {"symptom": "hang"}, {"symptom": "oom"})  # 0.5
+    agreed = label_next(scene, {"symptom": "hang"}, {"symptom": "hang"})  # decided
+    worst = label_next(
+        scene, {"symptom": "hang", "fix": ["version"]}, {"symptom": "oom", "fix": ["config"]}
+    )  # screening agrees, symptom and fix do not: 1/3
+    queue = disagreement_queue(study=scene.study)
+    assert [e.item_id for e in queue] == [worst.pk, half.pk]
+    assert agreed.pk not in [e.item_id for e in queue] and queue.count() == 2
+    assert next_in_queue(study=scene.study) == worst
+    labels = scene.world.labels(screening="relevant", symptom="oom")
+    adjudicate_item(item=worst, user=scene.adjudicator, labels=labels, reason="other", version=0)
+    assert [e.item_id for e in disagreement_queue(study=scene.study)] == [half.pk]
+
+
+def test_queue_filters_by_facet_and_round(scene):
+    symptom_only = label_next(scene, {"symptom": "hang"}, {"symptom": "oom"})
+    fix_only = label_next(scene, {"fix": ["version"]}, {"fix": ["config"]})
+    facets = {f.key: f.pk for f in scene.world.version.facets.all()}
+    by_fix = disagreement_queue(study=scene.study, facet_id=facets["fix"])
+    assert [e.item_id for e in by_fix] == [fix_only.pk]
+    by_symptom = disagreement_queue(study=scene.study, facet_id=facets["symptom"])
+    assert [e.item_id for e in by_symptom] == [symptom_only.pk]
+    other = create_round(study=scene.study)
+    assert not disagreement_queue(study=scene.study, round_id=other.pk).exists()
+    assert disagreement_queue(study=scene.study, round_id=scene.world.round.pk).count() == 2
+
+
+def test_labels_on_a_category_split_later_return_to_the_relabeling_queue(scene):
+    split_item = label_next(scene, {"symptom": "hang"}, {"symptom": "hang"})  # unanimous
+    other = label_next(scene, {"symptom": "oom"}, {"symptom": "oom"})
+    assert not relabel_queue(study=scene.study).exists()
+    draft = start_draft(codebook=scene.world.version.codebook)
+    split_category(source=category(draft, "symptom", "hang"), names=["NCCL hang", "Deadlock"])
+    assert list(relabel_queue(study=scene.study)) == [split_item]
+    assert other not in relabel_queue(study=scene.study)
+    # a person decides it again without the split category: it leaves the queue
+    labels = scene.world.labels(screening="relevant", symptom="crash")
+    adjudicate_item(
+        item=split_item, user=scene.adjudicator, labels=labels, reason="codebook-change", version=1
+    )
+    assert not relabel_queue(study=scene.study).exists()
+
+
+def test_queue_ignores_other_studies(scene):
+    label_next(scene, {"symptom": "hang"}, {"symptom": "oom"})
+    IssueFactory()
+    assert disagreement_queue(study=scene.study).count() == 1
