@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class AgreementConfig(AppConfig):
+    name = "annotator.agreement"
+    label = "agreement"
+    verbose_name = "inter-rater agreement"

@@ -1,0 +1,286 @@
+# ruff: noqa: RUF002, RUF003 -- α, κ and × are the notation of the statistics.
+"""The ORM → numpy bridge: submitted labels of a study as one units × raters table per facet.
+
+Two SQL statements read the scope (see `_fetch`). PostgreSQL packs each column into one
+`bytea` (`string_agg(int8send(id))`), so 1.2 million labels arrive as a few buffers that
+`numpy.frombuffer` reads without a Python object per row; every aggregate of one query sees the
+rows in the same order, so the columns stay aligned. Tables are then built in numpy:
+units are items, raters are annotators (the same columns in every facet).
+
+Conventions (recorded in each run's `inputs`):
+- only submitted annotations on the run's codebook version count; drafts never do;
+- a facet an annotator left empty is a missing rating (not an empty set);
+- a multi-choice facet's cell is the set of categories chosen; a single-choice facet's the one;
+- the declared categories are the codebook version's active categories of the facet, in
+  display order (plus any archived one somebody used, so nothing is silently dropped).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from django.contrib.auth import get_user_model
+from django.db import connection
+
+from annotator.studies.codebook import CategoryNode, FacetNode, codebook_schema
+from annotator.studies.models import Annotation, AnnotationLabel, Assignment, Item
+from taxonomy_app.models import Category, CodebookVersion
+
+from .stats import RatingTable
+
+IntArray = npt.NDArray[np.int64]
+CONVENTIONS = [
+    "only submitted annotations on the run's codebook version count",
+    "a facet an annotator left empty is a missing rating",
+    "a multi-choice facet's rating is the set of categories chosen",
+    "declared categories: the codebook version's active categories of the facet",
+    "units are items, raters are annotators",
+]
+
+
+@dataclass(frozen=True)
+class FacetTable:
+    """One facet's units × raters table, with what the report shows beside it."""
+
+    key: str
+    name: str
+    kind: str
+    table: RatingTable
+    items: IntArray  # item id of each unit (row)
+    categories: list[dict[str, Any]]  # code, name, parent code, in declared order
+    parent: dict[str, str | None] | None  # the hierarchy, when the facet has one
+
+    @property
+    def multilabel(self) -> bool:
+        return self.table.multilabel
+
+
+@dataclass(frozen=True)
+class LabelTable:
+    facets: list[FacetTable]
+    raters: list[dict[str, Any]]  # {"id", "username"} per column
+    labels: int
+    digest: str
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def load_label_table(
+    *,
+    study_id: int,
+    version: CodebookVersion,
+    round_id: int | None = None,
+    facet_keys: Sequence[str] = (),
+) -> LabelTable:
+    """Every submitted label of the study (or one round) on `version`, as numpy tables."""
+    schema = codebook_schema(version)
+    facets = [f for f in schema.facets if not facet_keys or f.key in facet_keys]
+    unknown = set(facet_keys) - {f.key for f in facets}
+    if unknown:
+        raise ValueError(f"unknown facet keys for codebook version {version.pk}: {sorted(unknown)}")
+    columns, counts = _fetch(study_id, version.pk, round_id, [f.id for f in facets])
+    item, rater, facet, category = columns
+    rater_ids = np.unique(rater)
+    extra = _archived_categories(set(np.unique(category).tolist()) - set(schema.facet_of))
+    tables = [
+        _facet_table(node, extra.get(node.id, []), item, rater, facet, category, rater_ids)
+        for node in facets
+    ]
+    return LabelTable(
+        facets=tables,
+        raters=_raters(rater_ids),
+        labels=len(item),
+        digest=_digest(item, rater, facet, category),
+        counts=counts,
+    )
+
+
+def _fetch(
+    study_id: int, version_id: int, round_id: int | None, facet_ids: list[int]
+) -> tuple[tuple[IntArray, IntArray, IntArray, IntArray], dict[str, int]]:
+    """(item, annotator, facet, category) per label, and the counts `inputs` records.
+
+    Two statements: the scope's submitted annotations (a few hundred thousand rows), then the
+    labels of the facets within their id range, matched to them in numpy. One four-way join
+    made PostgreSQL probe 1.2 million label rows through three hash tables (~0.9 s at 100,000
+    items); this reads the same rows in ~0.6 s.
+    """
+    annotation, version, item, annotator = _scope(study_id, round_id)
+    on_version = version == version_id
+    counts = {
+        "items": _item_count(study_id, round_id),
+        "annotations": len(annotation),
+        "other_version": int((~on_version).sum()),
+        "items_labelled": len(np.unique(item[on_version])),
+    }
+    annotation, item, annotator = annotation[on_version], item[on_version], annotator[on_version]
+    if not len(annotation):
+        empty = np.zeros(0, dtype=np.int64)
+        return (empty, empty, empty, empty), counts
+    label_annotation, facet, category = _labels(
+        facet_ids, int(annotation.min()), int(annotation.max())
+    )
+    order = np.argsort(annotation)
+    at = np.minimum(np.searchsorted(annotation, label_annotation, sorter=order), len(order) - 1)
+    match = order[at]
+    mine = annotation[match] == label_annotation  # the id range may hold other studies' labels
+    match = match[mine]
+    return (item[match], annotator[match], facet[mine], category[mine]), counts
+
+
+def _scope(study_id: int, round_id: int | None) -> list[IntArray]:
+    annotation, assignment = Annotation._meta.db_table, Assignment._meta.db_table
+    item = Item._meta.db_table
+    scope = "AND i.round_id = %s" if round_id is not None else ""
+    sql = f"""
+        SELECT string_agg(int8send(n.id), ''), string_agg(int8send(n.codebook_version_id), ''),
+               string_agg(int8send(a.item_id), ''), string_agg(int8send(a.annotator_id), '')
+        FROM {annotation} n
+        JOIN {assignment} a ON a.id = n.assignment_id
+        JOIN {item} i ON i.id = a.item_id
+        WHERE i.study_id = %s {scope} AND n.status = %s
+    """  # table names come from the models; values are parameters
+    params: list[Any] = [study_id, *([round_id] if round_id is not None else [])]
+    return _columns(sql, [*params, Annotation.Status.SUBMITTED])
+
+
+def _labels(facet_ids: list[int], low: int, high: int) -> list[IntArray]:
+    sql = f"""
+        SELECT string_agg(int8send(annotation_id), ''), string_agg(int8send(facet_id), ''),
+               string_agg(int8send(category_id), '')
+        FROM {AnnotationLabel._meta.db_table}
+        WHERE facet_id = ANY(%s) AND annotation_id BETWEEN %s AND %s
+    """
+    return _columns(sql, [facet_ids, low, high])
+
+
+def _columns(sql: str, params: list[Any]) -> list[IntArray]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return [_ints(buffer) for buffer in row]
+
+
+def _item_count(study_id: int, round_id: int | None) -> int:
+    items = Item.objects.filter(study_id=study_id)
+    return (items.filter(round_id=round_id) if round_id is not None else items).count()
+
+
+def _ints(buffer: Any) -> IntArray:
+    if buffer is None:
+        return np.zeros(0, dtype=np.int64)
+    return np.frombuffer(bytes(buffer), dtype=">i8").astype(np.int64)
+
+
+def _facet_table(
+    node: FacetNode,
+    archived: list[CategoryNode],
+    item: IntArray,
+    rater: IntArray,
+    facet: IntArray,
+    category: IntArray,
+    rater_ids: IntArray,
+) -> FacetTable:
+    declared = [*node.categories, *archived]
+    mine = facet == node.id
+    units, row = np.unique(item[mine], return_inverse=True)
+    column = np.searchsorted(rater_ids, rater[mine])
+    ids = np.array([c.id for c in declared], dtype=np.int64)
+    order = np.argsort(ids)
+    position = order[np.searchsorted(ids, category[mine], sorter=order)]
+    codes_of = [c.code for c in declared]
+    shape = (len(units), len(rater_ids))
+    build = _multi_codes if node.is_multi else _single_codes
+    codes, values = build(shape, row, column, position, codes_of)
+    table = RatingTable(
+        codes, tuple(values), tuple(codes_of), True, node.is_multi,
+        tuple(int(r) for r in rater_ids),
+    )  # fmt: skip
+    by_id = {c.id: c.code for c in declared}
+    parent = {c.code: by_id.get(c.parent_id) if c.parent_id else None for c in declared}
+    categories = [{"code": c.code, "name": c.name, "parent": parent[c.code]} for c in declared]
+    hierarchical = any(p is not None for p in parent.values())
+    return FacetTable(
+        key=node.key, name=node.name, kind=node.kind, table=table, items=units,
+        categories=categories, parent=parent if hierarchical else None,
+    )  # fmt: skip
+
+
+def _single_codes(
+    shape: tuple[int, int], row: IntArray, column: IntArray, position: IntArray, codes: list[str]
+) -> tuple[IntArray, list[Any]]:
+    out = np.full(shape, -1, dtype=np.int64)
+    out[row, column] = position
+    return out, list(codes)
+
+
+def _multi_codes(
+    shape: tuple[int, int], row: IntArray, column: IntArray, position: IntArray, codes: list[str]
+) -> tuple[IntArray, list[Any]]:
+    """Each cell's set of categories as a bitmask, then the distinct sets as values."""
+    if len(codes) > 63:
+        return _multi_codes_wide(shape, row, column, position, codes)
+    bits = np.zeros(shape, dtype=np.int64)
+    np.bitwise_or.at(bits, (row, column), np.left_shift(1, position))
+    present = np.zeros(shape, dtype=bool)
+    present[row, column] = True
+    masks, inverse = np.unique(bits[present], return_inverse=True)
+    members = [[j for j in range(len(codes)) if (int(mask) >> j) & 1] for mask in masks]
+    # The order encode_table gives label sets: by their sorted category positions.
+    order = sorted(range(len(masks)), key=lambda i: members[i])
+    rank = np.empty(len(masks), dtype=np.int64)
+    rank[order] = np.arange(len(masks))
+    out = np.full(shape, -1, dtype=np.int64)
+    out[present] = rank[inverse]
+    values = [frozenset(codes[j] for j in members[i]) for i in order]
+    return out, values
+
+
+def _multi_codes_wide(
+    shape: tuple[int, int], row: IntArray, column: IntArray, position: IntArray, codes: list[str]
+) -> tuple[IntArray, list[Any]]:
+    cells: dict[tuple[int, int], set[int]] = {}
+    for r, c, p in zip(row.tolist(), column.tolist(), position.tolist(), strict=True):
+        cells.setdefault((r, c), set()).add(p)
+    keys = {cell: tuple(sorted(ps)) for cell, ps in cells.items()}
+    distinct = sorted(set(keys.values()))
+    index = {key: i for i, key in enumerate(distinct)}
+    out = np.full(shape, -1, dtype=np.int64)
+    for (r, c), key in keys.items():
+        out[r, c] = index[key]
+    return out, [frozenset(codes[j] for j in key) for key in distinct]
+
+
+def _archived_categories(ids: set[int]) -> dict[int, list[CategoryNode]]:
+    """Categories somebody used that the version no longer lists as active, by facet id."""
+    out: dict[int, list[CategoryNode]] = {}
+    for c in Category.objects.filter(pk__in=ids).order_by("order", "pk"):
+        node = CategoryNode(
+            id=c.pk, code=c.code, name=c.name, definition="", include="", exclude="",
+            examples="", depth=0, parent_id=c.parent_id, path=c.name,
+        )  # fmt: skip
+        out.setdefault(c.facet_id, []).append(node)
+    return out
+
+
+def _raters(ids: IntArray) -> list[dict[str, Any]]:
+    names = dict(get_user_model().objects.filter(pk__in=ids.tolist()).values_list("pk", "username"))
+    return [{"id": int(i), "username": names.get(int(i), str(i))} for i in ids]
+
+
+def _digest(*columns: IntArray) -> str:
+    """An order-independent SHA-256 of the label rows: each row mixed to 64 bits and summed
+    (wrapping), so the rows need no sort; the count is hashed beside the sum."""
+    with np.errstate(over="ignore"):
+        mixed = np.zeros(len(columns[0]), dtype=np.uint64)
+        for k, column in enumerate(columns):
+            x = column.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15 * (k + 1) % 2**64)
+            x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            mixed = (mixed * np.uint64(31)) + (x ^ (x >> np.uint64(31)))
+        total = int(mixed.sum(dtype=np.uint64))
+    return hashlib.sha256(f"{len(columns[0])}:{total}".encode()).hexdigest()

@@ -1,0 +1,141 @@
+# ruff: noqa: RUF001, RUF002, RUF003 -- α, κ and × are the notation of the statistics.
+"""Agreement runs (a Celery job computing every facet's agreement), the study's threshold and
+the rounds that passed calibration.
+
+The statistics are in `stats.py` (pure); `summary.py` turns a label table into the stored
+result; `services.py` reads the labels from PostgreSQL and writes the run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+from django.urls import reverse
+
+from annotator.jobs import Job
+from annotator.studies.models import Round, Study
+from taxonomy_app.models import CodebookVersion
+
+DEFAULT_THRESHOLD = 0.8
+
+
+class AgreementSettings(models.Model):
+    """Per-study agreement settings, kept here so the studies app needs no field for them."""
+
+    study = models.OneToOneField(
+        Study, on_delete=models.CASCADE, primary_key=True, related_name="agreement_settings"
+    )
+    threshold = models.FloatField(
+        default=DEFAULT_THRESHOLD,
+        help_text="Krippendorff's α every facet must reach for a round to pass calibration",
+    )
+
+    class Meta:
+        verbose_name_plural = "agreement settings"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(threshold__gte=0) & Q(threshold__lte=1), name="agreement_threshold_0_1"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"agreement settings of {self.study_id}"
+
+
+class AgreementRunQuerySet(models.QuerySet["AgreementRun"]):
+    def succeeded(self) -> AgreementRunQuerySet:
+        return self.filter(status=Job.Status.SUCCEEDED)
+
+    def latest_per_round(self) -> list[AgreementRun]:
+        """The newest succeeded run of each round (and of "all rounds"), oldest round first."""
+        runs = self.succeeded().order_by("round__number", "-created_at", "-pk")
+        runs = runs.distinct("round__number").select_related("round")
+        return list(runs)
+
+
+class AgreementRun(Job):
+    """One computation of agreement for a study, a round of it or all its rounds.
+
+    `result` is written once, at the end, in the same UPDATE that marks the run succeeded: a
+    failed or killed run never has a partial result. `inputs` records what reproduces it.
+    """
+
+    class Trigger(models.TextChoices):
+        PAGE = "page", "report page"
+        API = "api", "API"
+        COMMAND = "command", "manage.py compute_agreement"
+        ROUND_COMPLETE = "round_complete", "round completed"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="agreement_runs")
+    round = models.ForeignKey(
+        Round, null=True, blank=True, on_delete=models.CASCADE, related_name="agreement_runs",
+        help_text="empty: every round of the study",
+    )  # fmt: skip
+    facets = models.JSONField(default=list, blank=True, help_text="facet keys; empty: all")
+    codebook_version = models.ForeignKey(
+        CodebookVersion, on_delete=models.PROTECT, related_name="+"
+    )
+    trigger = models.CharField(max_length=16, choices=Trigger.choices, default=Trigger.PAGE)
+    progress = models.PositiveSmallIntegerField(default=0, help_text="percent")
+    inputs = models.JSONField(default=dict, blank=True)
+    result = models.JSONField(null=True, blank=True)
+
+    objects = AgreementRunQuerySet.as_manager()
+
+    class Meta(Job.Meta):
+        indexes = [
+            models.Index(fields=["study", "round", "-created_at"], name="agreement_run_scope")
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(result__isnull=True) | Q(status=Job.Status.SUCCEEDED),
+                name="agreement_result_only_when_succeeded",
+            ),
+            models.CheckConstraint(
+                condition=Q(progress__lte=100), name="agreement_progress_le_100"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        scope = f"round {self.round.number}" if self.round_id and self.round else "all rounds"
+        return f"agreement run {self.pk} of {self.study_id}, {scope} ({self.status})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("agreement:run", args=[self.pk])
+
+    @property
+    def scope(self) -> str:
+        return f"round {self.round.number}" if self.round is not None else "all rounds"
+
+    def facet_result(self, key: str) -> dict[str, Any] | None:
+        facets = (self.result or {}).get("facets", [])
+        return next((f for f in facets if f["key"] == key), None)
+
+
+class CalibrationPass(models.Model):
+    """A round marked "passed calibration": its run met the study's threshold on every facet.
+
+    The database refuses a pass whose lowest α is below the threshold recorded with it.
+    """
+
+    round = models.OneToOneField(Round, on_delete=models.CASCADE, related_name="calibration_pass")
+    run = models.ForeignKey(AgreementRun, on_delete=models.PROTECT, related_name="+")
+    threshold = models.FloatField()
+    lowest_alpha = models.FloatField(help_text="the lowest facet α of the run")
+    passed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    passed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(lowest_alpha__gte=F("threshold")), name="calibration_meets_threshold"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"round {self.round_id} passed calibration (α ≥ {self.threshold})"

@@ -1,0 +1,307 @@
+# ruff: noqa: RUF001, RUF002, RUF003 -- α in messages and docstrings.
+"""Agreement runs: start one, run it (the Celery job's body), start them when a round completes,
+mark a round as passed calibration.
+
+A run reads every label once (`labels.load_label_table`), computes each facet in memory and
+writes the result in the same single UPDATE that marks it succeeded; a failure or a killed worker
+leaves `result` empty (a CHECK constraint also refuses a result on a run not succeeded).
+"""
+
+from __future__ import annotations
+
+import logging
+import platform
+import time
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Exists, F, Max, OuterRef, Q
+from django.utils import timezone
+
+from annotator.jobs import close_progress_connection, finish_job, mark_job_running, report_progress
+from annotator.studies.models import Annotation, Item, Round, Study
+
+from .labels import CONVENTIONS, LabelTable, load_label_table
+from .models import DEFAULT_THRESHOLD, AgreementRun, AgreementSettings, CalibrationPass
+from .summary import PER_CATEGORY_JACKKNIFE_LIMIT, facet_summary
+
+__all__ = [
+    "AgreementError",
+    "compute_result",
+    "fail_lost_runs",
+    "load_label_table",
+    "mark_calibration_passed",
+    "on_round_progress",
+    "run_agreement_run",
+    "start_agreement_run",
+    "start_runs_for_completed_rounds",
+    "study_threshold",
+]
+
+logger = logging.getLogger(__name__)
+Status = AgreementRun.Status
+RESULT_SCHEMA = 1
+
+
+class AgreementError(Exception):
+    """A request the agreement services refuse, with a message for the person who made it."""
+
+
+def start_agreement_run(
+    *,
+    study: Study,
+    round: Round | None = None,
+    facets: Sequence[str] = (),
+    user: Any = None,
+    trigger: str = AgreementRun.Trigger.PAGE,
+    enqueue: bool = True,
+) -> AgreementRun:
+    """Create a queued run for the study (or one round) and queue its job after commit."""
+    from .tasks import run_agreement_task
+
+    if round is not None and round.study_id != study.pk:
+        raise AgreementError(f"round {round.number} is not a round of this study")
+    creator = user if getattr(user, "is_authenticated", False) else None
+    run = AgreementRun.objects.create(
+        study=study, round=round, facets=list(facets), trigger=trigger, created_by=creator,
+        codebook_version_id=study.codebook_version_id,
+    )  # fmt: skip
+    if enqueue:
+        run_agreement_task.delay_on_commit(run.pk)
+    return run
+
+
+def run_agreement_run(*, run_id: int) -> None:
+    """The job: compute run `run_id` and store its result, or record why it failed.
+
+    A run found already "running" was started by a worker that died (a redelivered task): it
+    is marked failed rather than computed twice under one row.
+    """
+    run = AgreementRun.objects.select_related("codebook_version").get(pk=run_id)
+    if run.is_finished:
+        return
+    if run.status == Status.RUNNING:
+        _fail(run.pk, "the worker running this job was lost (killed or restarted); start again")
+        return
+    mark_job_running(AgreementRun, run.pk)
+    try:
+        result, inputs = compute_result(
+            run, on_progress=lambda p: report_progress(AgreementRun, run.pk, progress=p)
+        )
+    except Exception as error:
+        logger.exception("agreement run %s failed", run.pk)
+        _fail(run.pk, f"{type(error).__name__}: {error}")
+        raise
+    else:
+        finish_job(
+            AgreementRun, run.pk, status=Status.SUCCEEDED, progress=100, result=result,
+            inputs=inputs,
+        )  # fmt: skip
+    finally:
+        close_progress_connection()
+
+
+def compute_result(
+    run: AgreementRun, *, on_progress: Callable[[int], None] | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(result, inputs) of a run, computed in memory; nothing is written."""
+    started = time.perf_counter()
+    table = load_label_table(
+        study_id=run.study_id, version=run.codebook_version, round_id=run.round_id,
+        facet_keys=run.facets,
+    )  # fmt: skip
+    loaded = time.perf_counter()
+    if on_progress:
+        on_progress(10)
+    names = [r["username"] for r in table.raters]
+    facets = []
+    for i, facet in enumerate(table.facets):
+        facets.append(
+            facet_summary(
+                facet.table,
+                key=facet.key,
+                name=facet.name,
+                kind=facet.kind,
+                categories=facet.categories,
+                parent=facet.parent,
+                rater_names=names,
+            )
+        )
+        if on_progress:
+            on_progress(10 + int(90 * (i + 1) / len(table.facets)) - 1)
+    result = {
+        "schema": RESULT_SCHEMA,
+        "study": run.study_id,
+        "round": run.round.number if run.round_id and run.round else None,
+        "codebook_version": run.codebook_version_id,
+        "raters": table.raters,
+        "facets": facets,
+    }
+    return result, _inputs(run, table, loaded - started, time.perf_counter() - loaded)
+
+
+def _inputs(
+    run: AgreementRun, table: LabelTable, load_s: float, compute_s: float
+) -> dict[str, Any]:
+    from .stats import POPULATION_RULE
+
+    return {
+        "study": run.study_id,
+        "round": run.round.number if run.round_id and run.round else None,
+        "codebook_version": run.codebook_version_id,
+        "facets": [f.key for f in table.facets],
+        "labels": table.labels,
+        "label_table_sha256": table.digest,
+        "counts": table.counts,
+        "raters": len(table.raters),
+        "units_per_facet": {f.key: f.table.n_units for f in table.facets},
+        "population": POPULATION_RULE,
+        "conventions": CONVENTIONS,
+        "per_category_jackknife_limit": PER_CATEGORY_JACKKNIFE_LIMIT,
+        "versions": _versions(),
+        "seconds": {"load": round(load_s, 4), "compute": round(compute_s, 4)},
+    }
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version(), "numpy": np.__version__}
+    for package in ("annotator", "django"):
+        try:
+            out[package] = version(package)
+        except PackageNotFoundError:
+            out[package] = _project_version() if package == "annotator" else "unknown"
+    return out
+
+
+def _project_version() -> str:
+    import tomllib
+    from pathlib import Path
+
+    pyproject = Path(settings.BASE_DIR) / "pyproject.toml"
+    try:
+        return str(tomllib.loads(pyproject.read_text())["project"]["version"])
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return "unknown"
+
+
+def _fail(run_id: int, error: str) -> None:
+    finish_job(AgreementRun, run_id, status=Status.FAILED, error=error, result=None)
+
+
+def fail_lost_runs(*, now: Any = None) -> int:
+    """Mark failed the runs a dead worker left queued or running past the job's time limit."""
+    limit = timedelta(seconds=settings.AGREEMENT_TIME_LIMIT_SECONDS)
+    cutoff = (now or timezone.now()) - limit
+    lost = AgreementRun.objects.filter(
+        Q(status=Status.RUNNING, started_at__lt=cutoff)
+        | Q(status=Status.QUEUED, created_at__lt=cutoff)
+    )
+    error = "the job did not finish within its time limit (worker killed or lost); start again"
+    return lost.update(status=Status.FAILED, error=error, result=None, finished_at=timezone.now())
+
+
+# --- automatic runs ---------------------------------------------------------------------------
+def on_round_progress(*, item_id: int) -> None:
+    """Call after an item gains a submitted annotation: once the transaction commits, if that
+    completed its round (every item reached its quota), an agreement run of the round starts."""
+    # robust: a failure here is logged, never turned into an error for the submit that committed.
+    transaction.on_commit(lambda: _start_if_complete(item_id), robust=True)
+
+
+def _start_if_complete(item_id: int) -> None:
+    round_id = (
+        Item.objects.filter(pk=item_id, submitted_count__gte=F("quota"))
+        .values_list("round_id", flat=True)
+        .first()
+    )
+    if round_id is not None:
+        start_runs_for_completed_rounds(round_ids=[round_id])
+
+
+def start_runs_for_completed_rounds(
+    *, round_ids: Sequence[int] | None = None
+) -> list[AgreementRun]:
+    """Start a run for each complete round (every item at its quota) whose labels are newer than
+    its last automatic run. Called on submit (on_round_progress) and by Celery beat."""
+    items = Item.objects.filter(round=OuterRef("pk"))
+    rounds = Round.objects.filter(Exists(items)).exclude(
+        Exists(items.filter(submitted_count__lt=F("quota")))
+    )
+    if round_ids is not None:
+        rounds = rounds.filter(pk__in=round_ids)
+    started = []
+    for round in rounds.select_related("study"):
+        with transaction.atomic():
+            Round.objects.select_for_update().filter(pk=round.pk).first()  # one starter at a time
+            if _has_current_auto_run(round):
+                continue
+            started.append(
+                start_agreement_run(
+                    study=round.study, round=round, trigger=AgreementRun.Trigger.ROUND_COMPLETE
+                )
+            )
+    return started
+
+
+def _has_current_auto_run(round: Round) -> bool:
+    last_submit = Annotation.objects.filter(
+        assignment__item__round=round, status=Annotation.Status.SUBMITTED
+    ).aggregate(last=Max("submitted_at"))["last"]
+    runs = AgreementRun.objects.filter(round=round, trigger=AgreementRun.Trigger.ROUND_COMPLETE)
+    if last_submit is not None:
+        runs = runs.filter(created_at__gte=last_submit)
+    return runs.exclude(status=Status.FAILED).exists()
+
+
+# --- threshold and calibration ----------------------------------------------------------------
+def study_threshold(study: Study) -> float:
+    """The α a round must reach to pass calibration (AgreementSettings, default 0.8)."""
+    found = AgreementSettings.objects.filter(study=study).values_list("threshold", flat=True)
+    value = found.first()
+    return DEFAULT_THRESHOLD if value is None else float(value)
+
+
+def set_threshold(*, study: Study, threshold: float) -> AgreementSettings:
+    if not 0 <= threshold <= 1:
+        raise AgreementError("the threshold is an α between 0 and 1")
+    row, _ = AgreementSettings.objects.update_or_create(
+        study=study, defaults={"threshold": threshold}
+    )
+    return row
+
+
+def lowest_alpha(run: AgreementRun) -> tuple[float | None, list[str]]:
+    """The lowest headline α over the run's facets, and the facets whose α is undefined."""
+    values, undefined = [], []
+    for facet in (run.result or {}).get("facets", []):
+        value = facet["coefficients"][facet["headline"]]["value"]
+        if value is None:
+            undefined.append(facet["key"])
+        else:
+            values.append(value)
+    return (min(values) if values else None), undefined
+
+
+@transaction.atomic
+def mark_calibration_passed(*, run: AgreementRun, user: Any = None) -> CalibrationPass:
+    """Record that the run's round passed calibration: every facet with a defined α reached the
+    study's threshold (at least one did). Facets whose α is undefined are named in the refusal
+    only when no facet is defined."""
+    if run.round is None or run.status != Status.SUCCEEDED:
+        raise AgreementError("only a finished run of one round can pass calibration")
+    threshold = study_threshold(run.study)
+    lowest, undefined = lowest_alpha(run)
+    if lowest is None:
+        raise AgreementError(f"α is undefined for every facet ({', '.join(undefined)})")
+    if lowest < threshold:
+        raise AgreementError(f"the lowest facet α is {lowest:.3f}, below the threshold {threshold}")
+    passed, _ = CalibrationPass.objects.update_or_create(
+        round=run.round,
+        defaults={"run": run, "threshold": threshold, "lowest_alpha": lowest, "passed_by": user},
+    )
+    return passed

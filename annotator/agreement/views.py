@@ -1,0 +1,141 @@
+"""The agreement report: per facet coefficients with intervals, trend, per-category table,
+annotator-pair heatmap, confusion matrices whose cells open the items behind them.
+
+Owners and adjudicators only (labels of several annotators are shown side by side); anyone
+else gets 404, as on the studies pages. Every page reads the stored JSON: its query count does
+not depend on the number of items.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseStopPolling
+
+from annotator.studies.models import Item, Membership, Round
+from annotator.studies.views.access import MANAGERS, SEE_ALL, membership_or_404
+
+from . import stats
+from .labels import load_label_table
+from .models import AgreementRun, CalibrationPass
+from .report import facet_view, label_text, trend_chart
+from .services import (
+    AgreementError,
+    lowest_alpha,
+    mark_calibration_passed,
+    set_threshold,
+    start_agreement_run,
+    study_threshold,
+)
+
+
+def study_report(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The study's latest run (or a prompt to start one), with the trend and every run."""
+    membership = membership_or_404(request, study_id, SEE_ALL)
+    run = AgreementRun.objects.filter(study_id=study_id).select_related("round").first()
+    return _render_report(request, membership, run)
+
+
+def run_report(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_object_or_404(AgreementRun.objects.select_related("round"), pk=run_id)
+    membership = membership_or_404(request, run.study_id, SEE_ALL)
+    if getattr(request, "htmx", False):
+        response = render(request, "agreement/report.html#run-status", {"run": run})
+        if run.is_finished:
+            response.status_code = HttpResponseStopPolling.status_code
+            response["HX-Refresh"] = "true"  # the finished run's report replaces the bar
+        return response
+    return _render_report(request, membership, run)
+
+
+def _render_report(
+    request: HttpRequest, membership: Membership, run: AgreementRun | None
+) -> HttpResponse:
+    study = membership.study
+    threshold = study_threshold(study)
+    latest = AgreementRun.objects.filter(study=study).latest_per_round()
+    passes = {p.round_id: p for p in CalibrationPass.objects.filter(round__study=study)}
+    context: dict[str, Any] = {
+        "study": study,
+        "membership": membership,
+        "run": run,
+        "threshold": threshold,
+        "rounds": Round.objects.filter(study=study),
+        "recent": AgreementRun.objects.filter(study=study).select_related("round")[:10],
+        "trend": trend_chart(latest, threshold),
+        "passed_runs": {p.run_id for p in passes.values()},
+        "passed": passes.get(run.round_id) if run and run.round_id else None,
+    }
+    if run is not None and run.result:
+        context["facets"] = [facet_view(f, threshold) for f in run.result["facets"]]
+        context["lowest"], context["undefined"] = lowest_alpha(run)
+    return render(request, "agreement/report.html", context)
+
+
+@require_POST
+def start_run(request: HttpRequest, study_id: int) -> HttpResponse:
+    membership = membership_or_404(request, study_id, SEE_ALL)
+    round_id = request.POST.get("round") or None
+    round = Round.objects.filter(study=membership.study, pk=round_id).first() if round_id else None
+    if round_id and round is None:
+        raise Http404("No such round")
+    run = start_agreement_run(study=membership.study, round=round, user=request.user)
+    return redirect(run)
+
+
+@require_POST
+def update_threshold(request: HttpRequest, study_id: int) -> HttpResponse:
+    membership = membership_or_404(request, study_id, MANAGERS)
+    try:
+        set_threshold(study=membership.study, threshold=float(request.POST.get("threshold", "")))
+    except (ValueError, AgreementError) as error:
+        messages.error(request, f"Threshold not changed: {error}")
+    return redirect("agreement:study", study_id)
+
+
+@require_POST
+def pass_calibration(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_object_or_404(AgreementRun.objects.select_related("round", "study"), pk=run_id)
+    membership_or_404(request, run.study_id, MANAGERS)
+    try:
+        mark_calibration_passed(run=run, user=request.user)
+    except AgreementError as error:
+        messages.error(request, f"Not passed: {error}")
+    else:
+        messages.success(request, f"Round {run.round.number if run.round else ''} passed.")
+    return redirect(run)
+
+
+def confusion_cell(request: HttpRequest, run_id: int, facet: str, i: int, j: int) -> HttpResponse:
+    """The items behind one confusion-matrix cell, read from the current labels (one query for
+    the labels, one for the items)."""
+    run = get_object_or_404(
+        AgreementRun.objects.select_related("codebook_version", "study"), pk=run_id
+    )
+    membership_or_404(request, run.study_id, SEE_ALL)
+    stored = run.facet_result(facet)
+    labels = stored["confusion"]["labels"] if stored else []
+    if not (0 <= i < len(labels) and 0 <= j < len(labels)):
+        raise Http404("No such cell")
+    table = load_label_table(
+        study_id=run.study_id, version=run.codebook_version, round_id=run.round_id,
+        facet_keys=[facet],
+    )  # fmt: skip
+    current = table.facets[0]
+    a, b = (_value(labels[i]), _value(labels[j]))
+    rows = stats.units_with_pair(current.table, a, b)
+    ids = [int(current.items[r]) for r in rows]
+    items = Item.objects.filter(pk__in=ids).select_related("issue__repository", "round")
+    context = {
+        "run": run, "study": run.study, "facet": stored, "a": label_text(labels[i]),
+        "b": label_text(labels[j]), "items": items,
+    }  # fmt: skip
+    return render(request, "agreement/confusion_cell.html", context)
+
+
+def _value(label: Any) -> Any:
+    return frozenset(label) if isinstance(label, list) else label

@@ -1,0 +1,320 @@
+# ruff: noqa: RUF001, RUF002, RUF003, E501 -- α and × in output; long SQL column lists.
+"""An agreement run from PostgreSQL to stored result at study scale, beside the krippendorff
+package on the same data.
+
+    .venv/bin/python benchmarks/agreement_run.py [--items 100000] [--annotators 3] [--seed 0]
+        [--repeat 3] [--keep]
+
+1. Drops and creates the database named by BENCH_DATABASE_URL (default
+   postgres://root@127.0.0.1:5432/annotator_bench_agreement), migrates it and loads the seed
+   codebook; creates a study with --annotators annotators and a round, then inserts --items
+   issues (bulk_create), items, assignments, submitted annotations and their labels (COPY) for
+   4 facets: symptom (25 categories, a hierarchy), root-cause (11), stage (5) and fix-pattern
+   (17, multi-choice: label sets). Each annotator copies the item's "true" label 70% of the
+   time; 5% of cells are left empty; then VACUUM ANALYZE. Generation time is not the measure.
+2. In a fresh process per repeat: `start_agreement_run` + `run_agreement_run` (the Celery job's
+   body: two SQL reads of the labels, every coefficient with its jackknife SE, the diagnostics,
+   the result written in one UPDATE). Wall seconds and the process's peak RSS (and its RSS after
+   Django start-up, so the run's own share shows).
+3. In another fresh process: the same root-cause table (read through the same bridge) through
+   `krippendorff.alpha(level_of_measurement="nominal")`, time and peak RSS, and both α values.
+Writes benchmarks/results/agreement_run.json (not committed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_URL = "postgres://root@127.0.0.1:5432/annotator_bench_agreement"
+FACETS = ["symptom", "root-cause", "stage", "fix-pattern"]
+TARGET_SECONDS = 2.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--items", type=int, default=100_000)
+    parser.add_argument("--annotators", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--child", choices=["generate", "run", "krippendorff"])
+    args = parser.parse_args()
+    url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL)
+    if args.child:
+        return _child(args)
+    _recreate(url)
+    env = {**os.environ, "DATABASE_URL": url, "REDIS_URL": "", "DJANGO_DEBUG": "0"}
+    manage = [sys.executable, str(ROOT / "manage.py")]
+    subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], env=env, check=True)
+    subprocess.run([*manage, "load_codebook", "--publish"], env=env, check=True,
+                   stdout=subprocess.DEVNULL)  # fmt: skip
+    generated = _json_child("generate", args, env)
+    print(f"generated {generated['labels']:,} labels on {args.items:,} items "
+          f"in {generated['seconds']:.1f} s")  # fmt: skip
+    runs = [_json_child("run", args, env) for _ in range(args.repeat)]
+    kripp = _json_child("krippendorff", args, env)
+    report = {"items": args.items, "annotators": args.annotators, "facets": FACETS,
+              "labels": generated["labels"], "runs": runs, "krippendorff": kripp}  # fmt: skip
+    _print(report)
+    out = ROOT / "benchmarks" / "results" / "agreement_run.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(report, indent=2))
+    if not args.keep:
+        _drop(url)
+
+
+def _json_child(kind: str, args: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--child", kind, "--items", str(args.items),
+               "--annotators", str(args.annotators), "--seed", str(args.seed)]  # fmt: skip
+    done = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def _print(report: dict[str, Any]) -> None:
+    print(f"\n{report['items']:,} items × {report['annotators']} annotators × "
+          f"{len(report['facets'])} facets ({report['labels']:,} label rows)")  # fmt: skip
+    print(f"{'':34}{'seconds':>9}{'peak RSS MiB':>14}{'run share MiB':>15}")
+    for i, run in enumerate(report["runs"], 1):
+        print(f"{'annotator run ' + str(i) + ' (PostgreSQL→stored)':34}{run['seconds']:9.3f}"
+              f"{run['peak_mib']:14.0f}{run['peak_mib'] - run['baseline_mib']:15.0f}"
+              f"   load {run['load']:.3f} s, compute {run['compute']:.3f} s")  # fmt: skip
+    k = report["krippendorff"]
+    print(f"{'krippendorff.alpha (1 facet)':34}{k['seconds']:9.3f}{k['peak_mib']:14.0f}"
+          f"{k['peak_mib'] - k['baseline_mib']:15.0f}   + load {k['load']:.3f} s")  # fmt: skip
+    print(f"root-cause nominal α: annotator {k['ours']:.12f}, krippendorff {k['theirs']:.12f}")
+    best = min(r["seconds"] for r in report["runs"])
+    print(f"target < {TARGET_SECONDS} s end to end: best {best:.3f} s "
+          f"{'MET' if best < TARGET_SECONDS else 'NOT MET'}")  # fmt: skip
+
+
+# --- children ---------------------------------------------------------------------------------
+def _child(args: argparse.Namespace) -> None:
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotator.settings")
+    import django
+
+    django.setup()
+    baseline = _rss_mib()
+    out = {"generate": _generate, "run": _run, "krippendorff": _krippendorff}[args.child](args)
+    out.update(peak_mib=_peak_mib(), baseline_mib=baseline)
+    print(json.dumps(out))
+
+
+def _run(args: argparse.Namespace) -> dict[str, Any]:
+    from annotator.agreement.models import AgreementRun
+    from annotator.agreement.services import run_agreement_run, start_agreement_run
+    from annotator.studies.models import Study
+
+    study = Study.objects.get(name="Agreement benchmark")
+    start = time.perf_counter()
+    run = start_agreement_run(study=study, facets=FACETS, enqueue=False)
+    run_agreement_run(run_id=run.pk)
+    seconds = time.perf_counter() - start
+    run = AgreementRun.objects.get(pk=run.pk)
+    assert run.status == "succeeded", run.error
+    alpha = {
+        f["key"]: f["coefficients"]["krippendorff_alpha"]["value"] for f in run.result["facets"]
+    }
+    return {"seconds": seconds, **run.inputs["seconds"], "alpha": alpha,
+            "result_kib": len(json.dumps(run.result)) / 1024}  # fmt: skip
+
+
+def _krippendorff(args: argparse.Namespace) -> dict[str, Any]:
+    import krippendorff
+    import numpy as np
+
+    from annotator.agreement import stats
+    from annotator.agreement.labels import load_label_table
+    from annotator.studies.models import Study
+
+    study = Study.objects.select_related("codebook_version").get(name="Agreement benchmark")
+    start = time.perf_counter()
+    table = load_label_table(study_id=study.pk, version=study.codebook_version,
+                             facet_keys=["root-cause"]).facets[0].table  # fmt: skip
+    load = time.perf_counter() - start
+    data = np.where(table.codes >= 0, table.codes, np.nan).T  # raters × units
+    start = time.perf_counter()
+    theirs = krippendorff.alpha(
+        reliability_data=data, level_of_measurement="nominal", value_domain=list(range(table.q))
+    )
+    seconds = time.perf_counter() - start
+    ours = stats.krippendorff_alpha(table).value
+    return {"seconds": seconds, "load": load, "ours": ours, "theirs": float(theirs)}
+
+
+def _generate(args: argparse.Namespace) -> dict[str, Any]:
+    from django.db import connection
+
+    from annotator.issues.models import Issue, Repository
+    from annotator.studies.models import Membership
+    from annotator.studies.services import add_member, create_study
+    from taxonomy_app.models import CodebookVersion
+    from tests.factories import UserFactory
+
+    start = time.perf_counter()
+    version = CodebookVersion.objects.get(codebook__slug="distributed-dl-bugs", status="published")
+    owner = UserFactory(username="bench-owner")
+    study = create_study(name="Agreement benchmark", codebook_version=version, owner=owner,
+                         overlap_k=args.annotators)  # fmt: skip
+    people = [UserFactory(username=f"bench-annotator-{i}") for i in range(args.annotators)]
+    for person in people:
+        add_member(study=study, user=person, role=Membership.Role.ANNOTATOR)
+    round_ = study.rounds.get()
+    repo = Repository.objects.create(owner="bench", name="agreement")
+    for lo in range(0, args.items, 10_000):
+        Issue.objects.bulk_create(
+            Issue(
+                repository=repo,
+                number=n + 1,
+                title=f"Issue {n}",
+                state="open",
+                content_hash=f"{n:064x}",
+            )
+            for n in range(lo, min(args.items, lo + 10_000))
+        )
+    issue_ids = list(
+        Issue.objects.filter(repository=repo).order_by("number").values_list("pk", flat=True)
+    )
+    labels = _copy_labels(
+        connection, args, study, round_.pk, version, issue_ids, [p.pk for p in people]
+    )
+    return {"seconds": time.perf_counter() - start, "labels": labels}
+
+
+def _copy_labels(connection: Any, args: argparse.Namespace, study: Any, round_id: int,
+                 version: Any, issue_ids: list[int], people: list[int]) -> int:  # fmt: skip
+    import numpy as np
+
+    from annotator.studies.models import Annotation, AnnotationLabel, Assignment, Item
+
+    rng = np.random.default_rng(args.seed)
+    n, k = args.items, len(people)
+    now = "2025-01-01 00:00:00+00"
+    items = (
+        f"{i + 1}\t{study.pk}\t{round_id}\t{issue_ids[i]}\t{i}\t{k}\t{k}\t{k}\t\\N\n"
+        for i in range(n)
+    )
+    _copy(
+        connection,
+        Item,
+        "id,study_id,round_id,issue_id,position,quota,active_count,submitted_count,released_at",
+        items,
+    )
+    assignments = (
+        f"{a + 1}\t{a // k + 1}\t{people[a % k]}\tsubmitted\t\t{now}\t{now}\t{now}\n"
+        for a in range(n * k)
+    )
+    _copy(
+        connection,
+        Assignment,
+        "id,item_id,annotator_id,status,skip_reason,assigned_at,touched_at,finished_at",
+        assignments,
+    )
+    annotations = (
+        f"{a + 1}\t{a + 1}\t{version.pk}\tsubmitted\t30\t\t{now}\t{now}\t{now}\n"
+        for a in range(n * k)
+    )
+    _copy(
+        connection,
+        Annotation,
+        "id,assignment_id,codebook_version_id,status,seconds_spent,notes,created_at,updated_at,submitted_at",
+        annotations,
+    )
+    rows = io.StringIO()
+    total = 0
+    for facet in version.facets.filter(key__in=FACETS):
+        ids = np.array(list(facet.categories.filter(archived=False).values_list("pk", flat=True)))
+        annotation, category = _facet_labels(rng, ids, n, k, multi=facet.kind == "multi")
+        np.savetxt(rows, np.column_stack([annotation, np.full(len(annotation), facet.pk), category]),
+                   fmt="%d", delimiter="\t")  # fmt: skip
+        total += len(annotation)
+    rows.seek(0)
+    with connection.cursor() as cursor:
+        cursor.copy_expert(
+            f"COPY {AnnotationLabel._meta.db_table} (annotation_id, facet_id, category_id) FROM STDIN",
+            rows,
+        )
+        for model in (Item, Assignment, Annotation):
+            table = model._meta.db_table
+            cursor.execute(
+                f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))"
+            )
+        # As autovacuum would have by then: hint bits set, statistics fresh (a first read of
+        # freshly COPYed rows otherwise writes every page back).
+        cursor.execute("VACUUM ANALYZE")
+    return total
+
+
+def _facet_labels(rng: Any, ids: Any, n: int, k: int, *, multi: bool) -> tuple[Any, Any]:
+    """(annotation id, category id) rows: each annotator copies the truth 70% of the time."""
+    import numpy as np
+
+    q = len(ids)
+    truth = rng.integers(0, q, n)
+    chosen = np.where(rng.random((n, k)) < 0.7, truth[:, None], rng.integers(0, q, (n, k)))
+    annotation = np.arange(1, n * k + 1).reshape(n, k)
+    keep = rng.random((n, k)) >= 0.05
+    rows_a, rows_c = [annotation[keep]], [ids[chosen[keep]]]
+    if multi:  # a second label on ~30% of cells, a third on ~10% (distinct from the first)
+        for share, shift in ((0.3, 1), (0.1, 2)):
+            extra = keep & (rng.random((n, k)) < share)
+            rows_a.append(annotation[extra])
+            rows_c.append(ids[(chosen[extra] + shift) % q])
+    return np.concatenate(rows_a), np.concatenate(rows_c)
+
+
+def _copy(connection: Any, model: Any, columns: str, lines: Any) -> None:
+    buffer = io.StringIO("".join(lines))
+    with connection.cursor() as cursor:
+        cursor.copy_expert(f"COPY {model._meta.db_table} ({columns}) FROM STDIN", buffer)
+
+
+# --- database and memory ----------------------------------------------------------------------
+def _recreate(url: str) -> None:
+    _drop(url)
+    _admin(url, f'CREATE DATABASE "{_name(url)}"')
+
+
+def _drop(url: str) -> None:
+    _admin(url, f'DROP DATABASE IF EXISTS "{_name(url)}" WITH (FORCE)')
+
+
+def _admin(url: str, sql: str) -> None:
+    import psycopg2
+
+    parts = urlparse(url)
+    conn = psycopg2.connect(host=parts.hostname, port=parts.port or 5432,
+                            user=parts.username, password=parts.password, dbname="postgres")  # fmt: skip
+    conn.autocommit = True
+    with conn.cursor() as cursor:
+        cursor.execute(sql)
+    conn.close()
+
+
+def _name(url: str) -> str:
+    return urlparse(url).path.lstrip("/")
+
+
+def _rss_mib() -> float:
+    with open("/proc/self/status") as status:
+        line = next(x for x in status if x.startswith("VmRSS:"))
+    return int(line.split()[1]) / 1024
+
+
+def _peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+if __name__ == "__main__":
+    main()
