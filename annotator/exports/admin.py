@@ -1,0 +1,11 @@
+from django.contrib import admin
+
+from .models import ExportJob
+
+
+@admin.register(ExportJob)
+class ExportJobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ["pk", "study", "format", "table", "status", "rows_written", "created_at"]
+    list_filter = ["status", "format"]
+    raw_id_fields = ["study", "created_by"]
+    readonly_fields = ["file", "card", "error", "started_at", "finished_at"]

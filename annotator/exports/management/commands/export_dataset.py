@@ -1,0 +1,63 @@
+"""`manage.py export_dataset STUDY --format csv|json|jsonl|parquet|xlsx --out PATH`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from annotator.exports.models import ExportJob
+from annotator.exports.rows import ExportFilterError
+from annotator.exports.services import export_dataset
+from annotator.studies.models import Study
+
+
+class Command(BaseCommand):
+    help = (
+        "Export a study's final dataset (or long table) to a file, and its dataset card beside "
+        "it as PATH.md. Writes to a temporary name and renames at the end: a failed export "
+        "leaves no file."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("study", help="study id or exact name")
+        parser.add_argument("--format", required=True, choices=ExportJob.Format.values)
+        parser.add_argument("--out", required=True, help="file to write")
+        parser.add_argument("--table", default="final", choices=ExportJob.Table.values)
+        parser.add_argument("--round", type=int, help="only items of this round number")
+        parser.add_argument("--source", help="only items decided this way (imported, …)")
+        parser.add_argument("--screening", help="only items whose screening decision is CODE")
+        parser.add_argument("--repository", help="only issues of OWNER/NAME")
+        parser.add_argument("--no-card", action="store_true", help="do not write PATH.md")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        study = _study(options["study"])
+        filters = {k: options[k] for k in ("round", "source", "screening", "repository")}
+        out = Path(options["out"])
+        partial = out.with_name(f".{out.name}.partial")
+        result = None
+        try:
+            with partial.open("wb") as stream:
+                result = export_dataset(
+                    study=study, format=options["format"], out=stream, table=options["table"],
+                    filters={k: v for k, v in filters.items() if v is not None},
+                )  # fmt: skip
+        except (ExportFilterError, ValueError) as error:
+            raise CommandError(str(error)) from None
+        finally:
+            if result is None and partial.exists():
+                partial.unlink()
+        os.replace(partial, out)
+        if not options["no_card"]:
+            out.with_name(out.name + ".md").write_text(result.card)
+        self.stdout.write(f"wrote {result.rows} rows to {out}")
+
+
+def _study(value: str) -> Study:
+    found = Study.objects.filter(pk=int(value)) if value.isdigit() else Study.objects.none()
+    study = found.first() or Study.objects.filter(name=value).first()
+    if study is None:
+        raise CommandError(f"no study {value!r} (give its id or exact name)")
+    return study

@@ -1,0 +1,351 @@
+"""Prior labels in: earlier labeling rounds from a workbook become a study round.
+
+The wizard (views_prior.py) calls `review_prior_labels` to show what matched, then
+`import_prior_labels` once the user confirms; nothing is written before that call, and the call
+writes everything (issues, members, round, items, assignments, annotations, decisions,
+proposals) in one transaction or nothing. Reading and matching are the pure
+`spreadsheets.py` / `matching.py`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from annotator.adjudication.models import Decision, DecisionLabel
+from annotator.issues.models import Issue, Repository
+from annotator.studies.models import (
+    Annotation,
+    AnnotationLabel,
+    Assignment,
+    Item,
+    Membership,
+    Round,
+    Study,
+)
+from annotator.studies.services import add_member, create_round, create_study
+from taxonomy_app.models import Category, CodebookVersion, Facet, Proposal
+
+from .matching import Matching, match_values
+from .spreadsheets import PriorLabels, read_rounds
+
+ISSUE_URL = re.compile(r"^https?://github\.com/([\w.-]+)/([\w.-]+)/(?:issues|pull)/(\d+)/?$")
+# Prior rounds also label posts elsewhere (the TOSEM rounds: Stack Overflow questions). Such a
+# key becomes an issue of a pseudo-repository named after its host and path,
+# stackoverflow.com/questions #35775359, with the URL kept as its html_url.
+OTHER_URL = re.compile(r"^https?://([\w.-]+)/((?:[\w.-]+/)*?[\w.-]+)/(\d+)(?:/[^?#]*)?$")
+PROPOSE = "__propose__"  # a value mapping: record the value as a codebook proposal
+IGNORE = ""  # a value mapping: leave the value out
+
+
+class PriorImportError(ValueError):
+    """A workbook or mapping the import refuses; nothing was written."""
+
+
+@dataclass(frozen=True)
+class PriorMapping:
+    """How to read the workbook: what the wizard's mapping step produces."""
+
+    key_column: str
+    sheet_to_annotator: dict[str, str]
+    column_to_facet: dict[str, str]
+    final_sheet: str | None = None
+    final_column_to_facet: dict[str, str] | None = None
+    separators: dict[str, list[str]] = field(default_factory=dict)
+
+    def read(self, path: Path) -> PriorLabels:
+        return read_rounds(
+            path, key_column=self.key_column, sheet_to_annotator=self.sheet_to_annotator,
+            column_to_facet=self.column_to_facet, final_sheet=self.final_sheet,
+            final_column_to_facet=self.final_column_to_facet, separators=self.separators,
+            skip_bad_rows=True,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Review:
+    labels: PriorLabels
+    matchings: dict[str, Matching]  # facet key → what matched and what did not
+    categories: dict[str, list[tuple[str, str]]]  # facet key → (code, name), for the choices
+
+
+@dataclass
+class PriorImportResult:
+    study: Study
+    round: Round
+    items: int = 0
+    created_issues: int = 0
+    annotations: int = 0
+    labels: int = 0
+    decisions: int = 0
+    proposals: int = 0
+    left_out: int = 0  # values ignored or proposed, so not written as labels
+    placeholders: list[str] = field(default_factory=list)
+
+
+def facet_categories(version: CodebookVersion) -> dict[str, dict[str, list[str]]]:
+    """facet key → category code → [name]: what raw values are matched against."""
+    out: dict[str, dict[str, list[str]]] = {}
+    rows = Category.objects.filter(facet__version=version, archived=False)
+    for key, code, name in rows.values_list("facet__key", "code", "name").order_by("order", "pk"):
+        out.setdefault(key, {})[code] = [name]
+    return out
+
+
+def review_prior_labels(*, path: Path, mapping: PriorMapping, version: CodebookVersion) -> Review:
+    """Read the workbook with `mapping` and match each facet's values to the version's
+    categories. Raises SpreadsheetError (naming sheet, row, column) or PriorImportError."""
+    categories = facet_categories(version)
+    facets = set(mapping.column_to_facet.values()) | set(
+        (mapping.final_column_to_facet or {}).values()
+    )
+    unknown = facets - set(categories)
+    if unknown:
+        raise PriorImportError(f"no facets {sorted(unknown)} in codebook version {version}")
+    labels = mapping.read(path)
+    matchings = {f: match_values(labels.values(f), categories[f]) for f in sorted(facets)}
+    choices = {f: [(c, n[0]) for c, n in categories[f].items()] for f in sorted(facets)}
+    return Review(labels=labels, matchings=matchings, categories=choices)
+
+
+def resolve_values(
+    review: Review, choices: Mapping[str, Mapping[str, str]]
+) -> dict[str, dict[str, str]]:
+    """facet → raw value → code, PROPOSE or IGNORE: the automatic matches overridden by the
+    user's `choices`. Raises PriorImportError naming every value still unmapped."""
+    out: dict[str, dict[str, str]] = {}
+    missing: list[str] = []
+    for facet, matching in review.matchings.items():
+        given = choices.get(facet, {})
+        codes = {c for c, _ in review.categories[facet]}
+        values = {**matching.matched, **{k: v for k, v in given.items()}}
+        for unmatched in matching.unmatched:
+            if unmatched.value not in given:
+                missing.append(f"{facet}: {unmatched.value!r}")
+        bad = [v for v in values.values() if v not in codes and v not in (PROPOSE, IGNORE)]
+        if bad:
+            raise PriorImportError(f"facet {facet!r} has no categories {sorted(set(bad))}")
+        out[facet] = values
+    if missing:
+        more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+        shown = ", ".join(missing[:10]) + more
+        raise PriorImportError(f"map, propose or ignore every unmatched value: {shown}")
+    return out
+
+
+@transaction.atomic
+def import_prior_labels(
+    *,
+    path: Path,
+    mapping: PriorMapping,
+    choices: Mapping[str, Mapping[str, str]],
+    user: Any,
+    study: Study | None = None,
+    study_name: str = "",
+    codebook_version: CodebookVersion | None = None,
+    users: Mapping[str, Any] | None = None,
+    filename: str = "",
+) -> PriorImportResult:
+    """Write the workbook as a new round of `study` (or of a new study named `study_name` on
+    `codebook_version`, owned by `user`): an annotation per sheet-annotator and item (a mapped
+    user from `users`, else an inactive placeholder account named after the sheet) and a
+    decision with source "imported" per row of the final sheet. `choices` maps unmatched values
+    (facet → raw value → code, PROPOSE or IGNORE). All or nothing."""
+    if study is None:
+        if codebook_version is None:
+            raise PriorImportError("choose a study, or a codebook version for a new study")
+        study = create_study(name=study_name, codebook_version=codebook_version, owner=user)
+    review = review_prior_labels(path=path, mapping=mapping, version=study.codebook_version)
+    values = resolve_values(review, choices)
+    round = _new_round(study)
+    result = PriorImportResult(study=study, round=round)
+    writer = _Writer(study, round, values, result, filename or path.name)
+    writer.members(review.labels, users or {}, user)
+    writer.items(review.labels)
+    writer.annotations(review.labels)
+    writer.decisions(review.labels, user)
+    writer.proposals(review, user)
+    return result
+
+
+def _new_round(study: Study) -> Round:
+    """The study's round 1 while it is still empty (a new study), else a new round."""
+    first = study.rounds.order_by("number").first()
+    if first is not None and study.rounds.count() == 1 and not first.items.exists():
+        Round.objects.filter(pk=first.pk).update(kind=Round.Kind.CALIBRATION)
+        first.kind = Round.Kind.CALIBRATION
+        return first
+    return create_round(study=study, kind=Round.Kind.CALIBRATION)
+
+
+class _Writer:
+    def __init__(
+        self, study: Study, round: Round, values: dict[str, dict[str, str]],
+        result: PriorImportResult, source: str,
+    ) -> None:  # fmt: skip
+        self.study, self.round, self.values, self.result = study, round, values, result
+        self.source = source
+        self.now = timezone.now()
+        facets = Facet.objects.filter(version=study.codebook_version)
+        self.facets = {f.key: f for f in facets}
+        self.category_ids = {
+            (key, code): pk
+            for pk, key, code in Category.objects.filter(facet__in=facets).values_list(
+                "pk", "facet__key", "code"
+            )
+        }
+        self.accounts: dict[str, Any] = {}
+        self.item_of: dict[str, Item] = {}
+
+    def members(self, labels: PriorLabels, users: Mapping[str, Any], owner: Any) -> None:
+        for name in labels.annotators:
+            account = users.get(name) or self._placeholder(name)
+            self.accounts[name] = account
+            if not Membership.objects.filter(study=self.study, user=account).exists():
+                add_member(study=self.study, user=account, role=Membership.Role.ANNOTATOR)
+
+    def _placeholder(self, name: str) -> Any:
+        """An inactive account named after the sheet (reused by later imports of it)."""
+        model = get_user_model()
+        base = slugify(name)[:140] or "sheet"
+        username, n = base, 1
+        while True:
+            found = model.objects.filter(username=username).first()
+            if found is None:
+                account = model(username=username, is_active=False)
+                account.set_unusable_password()
+                account.save()
+                self.result.placeholders.append(username)
+                return account
+            if not found.is_active and not found.has_usable_password():
+                return found
+            n += 1
+            username = f"{base}-{n}"
+
+    def items(self, labels: PriorLabels) -> None:
+        keys = list(dict.fromkeys([k for a in labels.annotators.values() for k in a]
+                                  + list(labels.final or {})))  # fmt: skip
+        issues = self._issues(keys)
+        taken = set(
+            Item.objects.filter(study=self.study, issue__in=issues.values()).values_list(
+                "issue__html_url", flat=True
+            )
+        )
+        if taken:
+            raise PriorImportError(f"already in this study: {', '.join(sorted(taken)[:5])}")
+        rated = {k: sum(k in a for a in labels.annotators.values()) for k in keys}
+        rows = [
+            Item(
+                study=self.study,
+                round=self.round,
+                issue=issues[key],
+                position=n,
+                quota=max(1, rated[key]),
+                active_count=rated[key],
+                submitted_count=rated[key],
+                released_at=self.now,
+            )
+            for n, key in enumerate(keys)
+        ]
+        for key, item in zip(keys, Item.objects.bulk_create(rows), strict=True):
+            self.item_of[key] = item
+        self.result.items = len(rows)
+
+    def _issues(self, keys: Sequence[str]) -> dict[str, Issue]:
+        parsed: dict[str, tuple[str, str, int]] = {}
+        for key in keys:
+            match = ISSUE_URL.match(key.strip()) or OTHER_URL.match(key.strip())
+            if match is None:
+                raise PriorImportError(
+                    f"key {key!r} is not an issue URL (https://github.com/OWNER/NAME/issues/N, "
+                    "or a URL whose path holds a number)"
+                )
+            owner, name = match[1][:100], match[2].replace("/", "-")[:100]
+            parsed[key] = (owner, name, int(match[3]))
+        repositories: dict[str, Repository] = {}
+        out: dict[str, Issue] = {}
+        for key, (owner, name, number) in parsed.items():
+            full = f"{owner}/{name}".lower()
+            if full not in repositories:
+                repositories[full] = Repository.objects.named(full) or Repository.objects.create(
+                    owner=owner, name=name
+                )
+            out[key] = self._issue(repositories[full], number, key)
+        return out
+
+    def _issue(self, repository: Repository, number: int, url: str) -> Issue:
+        issue, created = Issue.objects.get_or_create(
+            repository=repository, number=number,
+            defaults={"title": f"{repository.full_name}#{number} (imported labels; not synced)",
+                      "state": Issue.State.OPEN, "html_url": url, "content_hash": ""},
+        )  # fmt: skip
+        self.result.created_issues += created
+        return issue
+
+    def _category_ids(self, facet: str, raw: list[str], where: str) -> list[tuple[int, int]]:
+        codes: list[str] = []
+        for value in raw:
+            code = self.values.get(facet, {}).get(value, IGNORE)
+            if code in (IGNORE, PROPOSE):
+                self.result.left_out += 1
+            elif code not in codes:
+                codes.append(code)
+        if len(codes) > 1 and self.facets[facet].kind == Facet.Kind.SINGLE:
+            raise PriorImportError(f"{where}: facet {facet!r} takes one category, got {codes}")
+        return [(self.facets[facet].pk, self.category_ids[(facet, c)]) for c in codes]
+
+    def annotations(self, labels: PriorLabels) -> None:
+        pairs = [(name, key) for name, rows in labels.annotators.items() for key in rows]
+        assignments = Assignment.objects.bulk_create(
+            Assignment(item=self.item_of[key], annotator=self.accounts[name],
+                       status=Assignment.Status.SUBMITTED, finished_at=self.now)
+            for name, key in pairs
+        )  # fmt: skip
+        annotations = Annotation.objects.bulk_create(
+            Annotation(assignment=a, codebook_version_id=self.study.codebook_version_id,
+                       status=Annotation.Status.SUBMITTED, submitted_at=self.now,
+                       notes=f"imported from {self.source}, sheet of {name}")
+            for a, (name, _) in zip(assignments, pairs, strict=True)
+        )  # fmt: skip
+        rows = []
+        for annotation, (name, key) in zip(annotations, pairs, strict=True):
+            for facet, raw in labels.annotators[name][key].items():
+                for facet_id, category_id in self._category_ids(facet, raw, f"{name}, {key}"):
+                    rows.append(AnnotationLabel(annotation=annotation, facet_id=facet_id,
+                                                category_id=category_id))  # fmt: skip
+        AnnotationLabel.objects.bulk_create(rows)
+        self.result.annotations, self.result.labels = len(annotations), len(rows)
+
+    def decisions(self, labels: PriorLabels, user: Any) -> None:
+        final = labels.final or {}
+        decisions = Decision.objects.bulk_create(
+            Decision(item=self.item_of[key], source=Decision.Source.IMPORTED, decided_by=user,
+                     comment=f"imported from {self.source}")
+            for key in final
+        )  # fmt: skip
+        rows = [
+            DecisionLabel(decision=decision, facet_id=facet_id, category_id=category_id)
+            for decision, key in zip(decisions, final, strict=True)
+            for facet, raw in final[key].items()
+            for facet_id, category_id in self._category_ids(facet, raw, f"final, {key}")
+        ]
+        DecisionLabel.objects.bulk_create(rows)
+        self.result.decisions = len(decisions)
+
+    def proposals(self, review: Review, user: Any) -> None:
+        for facet, values in self.values.items():
+            for value, code in values.items():
+                if code == PROPOSE:
+                    Proposal.objects.create(
+                        facet=self.facets[facet], name=value[:200], proposed_by=user,
+                        rationale=f"a value of the prior labels imported from {self.source}",
+                    )  # fmt: skip
+                    self.result.proposals += 1

@@ -1,0 +1,255 @@
+"""The ORM → rows bridge of the exports: a study's items, decisions and labels as row dicts.
+
+Every query streams (`.iterator(chunk_size=5000)`, a server-side cursor on PostgreSQL) and is
+ordered by item id, so the item rows and the label rows are merged in one pass, as a merge join,
+without holding either. Row dicts follow the column contract in `writers.py`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db.models import Exists, OuterRef, QuerySet
+
+from annotator.adjudication.models import Decision, DecisionLabel
+from annotator.issues.models import Repository
+from annotator.studies.models import Annotation, AnnotationLabel, Item, Study
+from taxonomy_app.models import Category, CodebookVersion, Facet
+
+from .columns import FacetSpec, column_base
+
+CHUNK = 5_000
+FILTER_KEYS = ("round", "source", "screening", "repository")
+SCREENING = "screening"
+
+
+class ExportFilterError(ValueError):
+    """A filter the export cannot apply; the message names it."""
+
+
+@dataclass
+class Codebook:
+    """What turning category ids into columns needs, read once per export."""
+
+    facets: list[FacetSpec]
+    # category id → (facet key, code, codes from the top level down to it)
+    categories: dict[int, tuple[str, str, tuple[str, ...]]] = field(default_factory=dict)
+    order: dict[int, int] = field(default_factory=dict)  # category id → display rank
+    names: dict[str, dict[str, str]] = field(default_factory=dict)  # facet → code → name
+    versions: dict[int, int] = field(default_factory=dict)  # version id → number
+
+    def category(self, pk: int) -> tuple[str, str, tuple[str, ...]]:
+        if pk not in self.categories:  # a label on another version's category: rare, look it up
+            self._add(list(Category.objects.filter(pk=pk).select_related("facet")))
+        return self.categories[pk]
+
+    def _add(self, categories: list[Category]) -> None:
+        by_id = {c.pk: c for c in categories}
+        for c in categories:
+            path, node = [c.code], c
+            while node.parent_id is not None and node.parent_id in by_id:
+                node = by_id[node.parent_id]
+                path.insert(0, node.code)
+            self.categories[c.pk] = (c.facet.key, c.code, tuple(path))
+            self.order.setdefault(c.pk, len(self.order))
+            self.names.setdefault(c.facet.key, {})[c.code] = c.name
+
+
+def load_codebook(version: CodebookVersion) -> Codebook:
+    """The version's facets (with their depth) and every category, archived ones included."""
+    facets = list(Facet.objects.filter(version=version).order_by("order", "pk"))
+    categories = list(
+        Category.objects.filter(facet__version=version)
+        .select_related("facet")
+        .order_by("facet__order", "order", "pk")
+    )
+    book = Codebook(facets=[])
+    book._add(categories)
+    depth: dict[str, int] = {}
+    for key, _, path in book.categories.values():
+        depth[key] = max(depth.get(key, 1), len(path))
+    for f in facets:
+        levels = 1 if f.kind == Facet.Kind.MULTI else depth.get(f.key, 1)
+        book.facets.append(FacetSpec(f.key, f.name, f.kind, levels))  # type: ignore[arg-type]
+    book.versions = dict(CodebookVersion.objects.values_list("pk", "number"))
+    return book
+
+
+def filtered_items(study: Study, filters: dict[str, Any]) -> QuerySet[Item]:
+    """The study's items that pass the export filters (round number, decision source, screening
+    verdict code of the decision, repository owner/name)."""
+    unknown = set(filters) - set(FILTER_KEYS)
+    if unknown:
+        raise ExportFilterError(f"unknown filters {sorted(unknown)}; use {list(FILTER_KEYS)}")
+    items = Item.objects.filter(study=study)
+    if filters.get("round") not in (None, ""):
+        if not str(filters["round"]).isdigit():
+            raise ExportFilterError(f"filter 'round': {filters['round']!r} is not a round number")
+        items = items.filter(round__number=int(filters["round"]))
+    if filters.get("source"):
+        if filters["source"] not in Decision.Source.values:
+            raise ExportFilterError(
+                f"filter 'source': {filters['source']!r} is not one of {Decision.Source.values}"
+            )
+        items = items.filter(decision__source=filters["source"])
+    if filters.get("screening"):
+        verdict = DecisionLabel.objects.filter(
+            decision__item=OuterRef("pk"), facet__key=SCREENING, category__code=filters["screening"]
+        )
+        items = items.filter(Exists(verdict))
+    if filters.get("repository"):
+        repository = Repository.objects.named(str(filters["repository"]))
+        if repository is None:
+            raise ExportFilterError(f"filter 'repository': no repository {filters['repository']!r}")
+        items = items.filter(issue__repository=repository)
+    return items
+
+
+ITEM_FIELDS = (
+    "pk", "round__number", "issue__repository__owner", "issue__repository__name",
+    "issue__number", "issue__html_url", "issue__title",
+)  # fmt: skip
+
+
+def _item_row(values: tuple[Any, ...]) -> dict[str, Any]:
+    pk, number, owner, name, issue_number, url, title = values[:7]
+    return {
+        "item_id": pk, "round": number, "repository": f"{owner}/{name}", "number": issue_number,
+        "url": url or f"https://github.com/{owner}/{name}/issues/{issue_number}", "title": title,
+    }  # fmt: skip
+
+
+def _groups(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, list[tuple[Any, ...]]]]:
+    for key, group in itertools.groupby(rows, key=lambda r: r[0]):
+        yield key, list(group)
+
+
+def _merge(
+    items: Iterable[tuple[Any, ...]], labels: Iterable[tuple[Any, ...]]
+) -> Iterator[tuple[tuple[Any, ...], list[tuple[Any, ...]]]]:
+    """Each item row with its label rows; both streams are ordered by item id (first value)."""
+    groups = _groups(labels)
+    pending = next(groups, None)
+    for item in items:
+        while pending is not None and pending[0] < item[0]:
+            pending = next(groups, None)
+        if pending is not None and pending[0] == item[0]:
+            yield item, pending[1]
+            pending = next(groups, None)
+        else:
+            yield item, []
+
+
+def _fill_labels(row: dict[str, Any], book: Codebook, category_ids: Iterable[int]) -> None:
+    """Set the facet columns of `row` from the chosen categories (hierarchical: per level)."""
+    kinds = {f.key: f for f in book.facets}
+    for pk in sorted(category_ids, key=lambda c: book.order.get(c, c)):
+        key, code, path = book.category(pk)
+        facet = kinds.get(key)
+        if facet is None:
+            continue
+        base = column_base(key)
+        if facet.kind == "multi":
+            row.setdefault(base, []).append(code)
+        elif facet.levels <= 1:
+            row[base] = code
+        else:
+            for level, value in enumerate(path[: facet.levels], start=1):
+                row[f"{base}_l{level}"] = value
+
+
+def final_rows(items: QuerySet[Item], book: Codebook) -> Iterator[dict[str, Any]]:
+    """One row per item: its issue, its decision's labels, source and time (empty if none)."""
+    heads = (
+        items.order_by("pk")
+        .values_list(*ITEM_FIELDS, "decision__source", "decision__updated_at")
+        .iterator(chunk_size=CHUNK)
+    )
+    labels = (
+        DecisionLabel.objects.filter(decision__item__in=items.values("pk"))
+        .order_by("decision__item_id", "category_id")
+        .values_list("decision__item_id", "category_id")
+        .iterator(chunk_size=CHUNK)
+    )
+    for head, chosen in _merge(heads, labels):
+        row = _item_row(head)
+        row["decision_source"], row["decided_at"] = head[7], head[8]
+        _fill_labels(row, book, (c for _, c in chosen))
+        yield row
+
+
+def annotator_rows(
+    items: QuerySet[Item], book: Codebook, annotator_id: int
+) -> Iterator[dict[str, Any]]:
+    """One row per item the annotator submitted: that annotator's labels, time and seconds."""
+    prefix = "assignment__item__"
+    fields = ["assignment__item_id", *(prefix + f for f in ITEM_FIELDS[1:])]
+    heads = (
+        Annotation.objects.filter(
+            assignment__annotator_id=annotator_id, status=Annotation.Status.SUBMITTED,
+            assignment__item__in=items.values("pk"),
+        )
+        .order_by("assignment__item_id")
+        .values_list(*fields, "submitted_at", "seconds_spent")
+        .iterator(chunk_size=CHUNK)
+    )  # fmt: skip
+    labels = (
+        AnnotationLabel.objects.filter(
+            annotation__assignment__annotator_id=annotator_id,
+            annotation__status=Annotation.Status.SUBMITTED,
+            annotation__assignment__item__in=items.values("pk"),
+        )
+        .order_by("annotation__assignment__item_id", "category_id")
+        .values_list("annotation__assignment__item_id", "category_id")
+        .iterator(chunk_size=CHUNK)
+    )
+    for head, chosen in _merge(heads, labels):
+        row = _item_row(head)
+        row["submitted_at"], row["seconds_spent"] = head[7], head[8]
+        _fill_labels(row, book, (c for _, c in chosen))
+        yield row
+
+
+def long_rows(items: QuerySet[Item], book: Codebook) -> Iterator[dict[str, Any]]:
+    """One row per label given in a submitted annotation (the tidy table for group-bys)."""
+    heads = items.order_by("pk").values_list(*ITEM_FIELDS).iterator(chunk_size=CHUNK)
+    labels = (
+        AnnotationLabel.objects.filter(
+            annotation__status=Annotation.Status.SUBMITTED,
+            annotation__assignment__item__in=items.values("pk"),
+        )
+        .order_by("annotation__assignment__item_id", "annotation_id", "category_id")
+        .values_list(
+            "annotation__assignment__item_id", "annotation__assignment__annotator_id",
+            "category_id", "annotation__codebook_version_id", "annotation__submitted_at",
+            "annotation__seconds_spent",
+        )
+        .iterator(chunk_size=CHUNK)
+    )  # fmt: skip
+    usernames = dict(get_user_model().objects.values_list("pk", "username"))
+    for head, given in _merge(heads, labels):
+        if not given:
+            continue
+        base = _item_row(head)
+        del base["title"]
+        for _, annotator, category, version, submitted, seconds in given:
+            key, code, path = book.category(category)
+            yield {
+                **base, "facet": key, "annotator": usernames.get(annotator, str(annotator)),
+                "category": code, "category_l1": path[0],
+                "codebook_version": book.versions.get(version), "submitted_at": submitted,
+                "seconds_spent": seconds,
+            }  # fmt: skip
+
+
+def annotators_of(items: QuerySet[Item]) -> list[tuple[int, str]]:
+    """(id, username) of everyone with a submitted annotation on the items, by username."""
+    users = get_user_model().objects.filter(
+        assignments__item__in=items.values("pk"),
+        assignments__annotation__status=Annotation.Status.SUBMITTED,
+    )
+    return list(users.distinct().order_by("username").values_list("pk", "username"))

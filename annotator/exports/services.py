@@ -1,0 +1,282 @@
+"""Exports: the dataset of a study streamed into a file, the dataset card, the export job.
+
+`export_dataset` is the one service behind `manage.py export_dataset`, the export page and the
+API. It reads inside one transaction (one snapshot: the card's counts match the rows) through
+server-side cursors (`rows.py`) and streams into the pure writers (`writers.py`), so memory
+stays flat whatever the study's size.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import IO, Any
+
+from django.core.files import File
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from annotator.agreement.models import AgreementRun
+from annotator.jobs import close_progress_connection, finish_job, mark_job_running, report_progress
+from annotator.studies.models import Annotation, AnnotationLabel, Item, Study
+
+from . import writers
+from .card import AgreementFigure
+from .columns import LONG_TABLE_COLUMNS, Column, annotator_sheet_columns, final_dataset_columns
+from .models import ExportJob
+from .rows import (
+    CHUNK,
+    Codebook,
+    ExportFilterError,
+    annotator_rows,
+    annotators_of,
+    filtered_items,
+    final_rows,
+    load_codebook,
+    long_rows,
+)
+
+__all__ = [
+    "ExportFilterError",
+    "ExportResult",
+    "export_dataset",
+    "run_export_job",
+    "start_export_job",
+]
+
+logger = logging.getLogger(__name__)
+Format = ExportJob.Format
+Table = ExportJob.Table
+TEXT_WRITERS: dict[str, Callable[..., int]] = {
+    "csv": writers.write_csv,
+    "json": writers.write_json,
+    "jsonl": writers.write_jsonl,
+    "parquet": writers.write_parquet,
+}
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    rows: int
+    card: str
+
+
+def export_dataset(
+    *,
+    study: Study,
+    format: str,
+    out: IO[bytes],
+    table: str = Table.FINAL,
+    filters: dict[str, Any] | None = None,
+    on_progress: Callable[[int], None] | None = None,
+) -> ExportResult:
+    """Write the study's final dataset or long table (XLSX: a sheet per annotator plus `Final`)
+    to `out` in `format`; return the rows written and the dataset card (Markdown).
+
+    Columns: see `annotator.exports.writers`. Filters: `round` (number), `source` (decision
+    source), `screening` (screening category code of the decision), `repository` (owner/name).
+    Raises ExportFilterError for a bad filter, ValueError for an unknown format or table.
+    """
+    if format not in Format.values:
+        raise ValueError(f"unknown format {format!r}; use one of {', '.join(Format.values)}")
+    if table not in Table.values:
+        raise ValueError(f"unknown table {table!r}; use one of {', '.join(Table.values)}")
+    with transaction.atomic():
+        items = filtered_items(study, dict(filters or {}))
+        book = load_codebook(study.codebook_version)
+        progress = _Progress(on_progress)
+        if format == Format.XLSX:
+            tables = _write_xlsx(items, book, out, progress)
+        else:
+            columns, rows = _table(items, book, table)
+            TEXT_WRITERS[format](progress.count(rows), columns, out)
+            tables = {table: columns}
+        card = build_card(study=study, items=items, book=book, tables=tables, filters=filters)
+    return ExportResult(rows=progress.rows, card=card)
+
+
+def _table(
+    items: QuerySet[Item], book: Codebook, table: str
+) -> tuple[list[Column], Iterator[dict[str, Any]]]:
+    if table == Table.LONG:
+        return list(LONG_TABLE_COLUMNS), long_rows(items, book)
+    return final_dataset_columns(book.facets), final_rows(items, book)
+
+
+def _write_xlsx(
+    items: QuerySet[Item], book: Codebook, out: IO[bytes], progress: _Progress
+) -> dict[str, list[Column]]:
+    sheet_columns = annotator_sheet_columns(book.facets)
+    final_columns = final_dataset_columns(book.facets)
+    sheets = [
+        writers.XlsxSheet(name, sheet_columns, progress.count(annotator_rows(items, book, pk)))
+        for pk, name in annotators_of(items)
+    ]
+    final = progress.count(final_rows(items, book))
+    sheets.append(writers.XlsxSheet("Final", final_columns, final))
+    writers.write_xlsx(sheets, out)
+    return {"annotator sheets": sheet_columns, "Final": final_columns}
+
+
+class _Progress:
+    """Counts rows as the writer pulls them and reports every CHUNK rows."""
+
+    def __init__(self, report: Callable[[int], None] | None) -> None:
+        self.report, self.rows = report, 0
+
+    def count(self, rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for row in rows:
+            self.rows += 1
+            if self.report and self.rows % CHUNK == 0:
+                self.report(self.rows)
+            yield row
+
+
+def total_rows(*, study: Study, table: str, format: str, filters: dict[str, Any]) -> int:
+    """How many rows the export will write (the progress bar's 100%)."""
+    items = filtered_items(study, filters)
+    submitted = Annotation.Status.SUBMITTED
+    if format == Format.XLSX:
+        annotations = Annotation.objects.filter(assignment__item__in=items.values("pk"))
+        return items.count() + annotations.filter(status=submitted).count()
+    if table == Table.LONG:
+        return AnnotationLabel.objects.filter(
+            annotation__status=submitted, annotation__assignment__item__in=items.values("pk")
+        ).count()
+    return items.count()
+
+
+# --- the dataset card ---------------------------------------------------------------------------
+def build_card(
+    *,
+    study: Study,
+    items: QuerySet[Item],
+    book: Codebook,
+    tables: dict[str, list[Column]],
+    filters: dict[str, Any] | None = None,
+    exported_at: datetime | None = None,
+) -> str:
+    """The Markdown card: codebook version, selection queries and counts, the latest agreement
+    run's headline coefficient per facet, export time, the column dictionary, category names."""
+    version = study.codebook_version
+    selections = list(study.selections.order_by("created_at", "pk"))
+    query = " ; ".join(s.method_text for s in selections)
+    counts = {
+        "issues matched by the selections": sum(s.matched for s in selections),
+        "issues sampled": sum(s.sampled for s in selections),
+        "items in the study": study.items.count(),
+        "items exported": items.count(),
+        "items with a decision": items.filter(decision__isnull=False).count(),
+        "submitted annotations": Annotation.objects.filter(
+            assignment__item__in=items.values("pk"), status=Annotation.Status.SUBMITTED
+        ).count(),
+    }
+    active = {k: v for k, v in (filters or {}).items() if v not in (None, "")}
+    title = f"{study.name}: dataset" + (f" ({_describe(active)})" if active else "")
+    return writers.dataset_card(
+        title=title, codebook_name=version.codebook.name, codebook_version=version.number,
+        selection_query=query, counts=counts, agreement=agreement_figures(study, active),
+        exported_at=exported_at or timezone.now(), tables=tables, categories=book.names,
+    )  # fmt: skip
+
+
+def _describe(filters: dict[str, Any]) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in filters.items())
+
+
+def agreement_figures(study: Study, filters: dict[str, Any]) -> list[AgreementFigure]:
+    """The headline coefficient per facet of the latest succeeded run (of the round filtered on,
+    else of all rounds, else of any round)."""
+    runs = AgreementRun.objects.succeeded().filter(study=study).order_by("-created_at", "-pk")
+    if filters.get("round") not in (None, ""):
+        run = runs.filter(round__number=int(filters["round"])).first()
+    else:
+        run = runs.filter(round__isnull=True).first() or runs.first()
+    figures = []
+    for facet in (run.result or {}).get("facets", []) if run else []:
+        headline = facet["coefficients"][facet["headline"]]
+        ci = headline.get("ci") or (None, None)
+        figures.append(
+            AgreementFigure(
+                facet=facet["key"],
+                coefficient=facet["headline"],
+                value=headline.get("value"),
+                ci_low=ci[0],
+                ci_high=ci[1],
+                units=facet.get("design", {}).get("units"),
+            )
+        )
+    return figures
+
+
+# --- the export job -----------------------------------------------------------------------------
+def start_export_job(
+    *,
+    study: Study,
+    format: str = Format.CSV,
+    table: str = Table.FINAL,
+    filters: dict[str, Any] | None = None,
+    user: Any = None,
+) -> ExportJob:
+    """Check the request, create a queued ExportJob and queue it once the transaction commits."""
+    from .tasks import export_dataset_task
+
+    if format not in Format.values or table not in Table.values:
+        raise ValueError(f"choose a format of {Format.values} and a table of {Table.values}")
+    clean = {k: v for k, v in (filters or {}).items() if v not in (None, "")}
+    filtered_items(study, clean)  # raises ExportFilterError now rather than in the job
+    job = ExportJob.objects.create(
+        study=study, format=format, table=table, filters=clean,
+        created_by=user if getattr(user, "is_authenticated", False) else None,
+    )  # fmt: skip
+    export_dataset_task.delay_on_commit(job.pk)
+    return job
+
+
+def run_export_job(*, job_id: int) -> None:
+    """The job: write the export to a temporary file, then store it and mark the job succeeded.
+
+    Until then the job has no file, so a failed or killed export offers nothing to download;
+    the temporary file is removed whatever happens.
+    """
+    job = ExportJob.objects.select_related("study__codebook_version__codebook").get(pk=job_id)
+    if job.is_finished:
+        return
+    if job.status == ExportJob.Status.RUNNING:
+        _fail(job.pk, "the worker running this export was lost (killed or restarted); start again")
+        return
+    mark_job_running(ExportJob, job.pk)
+    handle, path = tempfile.mkstemp(suffix=f".{job.format}", prefix="export-")
+    try:
+        total = total_rows(study=job.study, table=job.table, format=job.format, filters=job.filters)
+        report_progress(ExportJob, job.pk, total_rows=total)
+        with os.fdopen(handle, "wb") as out:
+            result = export_dataset(
+                study=job.study, format=job.format, out=out, table=job.table, filters=job.filters,
+                on_progress=lambda n: report_progress(ExportJob, job.pk, rows_written=n),
+            )  # fmt: skip
+        with open(path, "rb") as written:
+            name = default_storage.save(f"exports/{job.filename}", File(written))
+        finish_job(
+            ExportJob, job.pk, status=ExportJob.Status.SUCCEEDED, file=name, card=result.card,
+            rows_written=result.rows, total_rows=max(total, result.rows),
+            size_bytes=os.path.getsize(path),
+        )  # fmt: skip
+    except Exception as error:
+        logger.exception("export job %s failed", job.pk)
+        _fail(job.pk, f"{type(error).__name__}: {error}")
+        raise
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
+        close_progress_connection()
+
+
+def _fail(job_id: int, error: str) -> None:
+    finish_job(ExportJob, job_id, status=ExportJob.Status.FAILED, error=error, file="")

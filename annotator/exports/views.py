@@ -1,0 +1,70 @@
+"""Export pages: start an export, watch its progress, download the file and its card."""
+
+from __future__ import annotations
+
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+from django_htmx.http import HttpResponseStopPolling
+
+from .access import job_for_export, study_for_export
+from .forms import ExportForm
+from .models import ExportJob
+from .rows import ExportFilterError
+from .services import start_export_job
+
+CONTENT_TYPES = {
+    "csv": "text/csv",
+    "json": "application/json",
+    "jsonl": "application/x-ndjson",
+    "parquet": "application/vnd.apache.parquet",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+}
+
+
+@require_http_methods(["GET", "POST"])
+def export_start(request: HttpRequest, study_id: int) -> HttpResponse:
+    study = study_for_export(request, study_id)
+    form = ExportForm(request.POST or None, study=study)
+    if request.method == "POST" and form.is_valid():
+        try:
+            job = start_export_job(
+                study=study, format=form.cleaned_data["format"], table=form.cleaned_data["table"],
+                filters=form.filters(), user=request.user,
+            )  # fmt: skip
+        except ExportFilterError as error:
+            form.add_error(None, str(error))
+        else:
+            return redirect(job)
+    jobs = ExportJob.objects.filter(study=study).select_related("created_by")[:10]
+    context = {"study": study, "form": form, "jobs": jobs}
+    return render(request, "exports/export.html", context, status=400 if form.errors else 200)
+
+
+def export_job(request: HttpRequest, pk: int) -> HttpResponse:
+    job = job_for_export(request, pk)
+    if getattr(request, "htmx", False):
+        response = render(request, "exports/export_job.html#export-status", {"job": job})
+        if job.is_finished:
+            response.status_code = HttpResponseStopPolling.status_code  # htmx stops polling
+        return response
+    return render(request, "exports/export_job.html", {"job": job})
+
+
+def export_download(request: HttpRequest, pk: int) -> FileResponse:
+    job = job_for_export(request, pk)
+    if job.status != ExportJob.Status.SUCCEEDED or not job.file:
+        raise Http404("This export has no file")
+    return FileResponse(
+        job.file.open("rb"), as_attachment=True, filename=job.filename,
+        content_type=CONTENT_TYPES[job.format],
+    )  # fmt: skip
+
+
+def export_card(request: HttpRequest, pk: int) -> HttpResponse:
+    job = job_for_export(request, pk)
+    if job.status != ExportJob.Status.SUCCEEDED:
+        raise Http404("This export has no card")
+    response = HttpResponse(job.card, content_type="text/markdown; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{job.filename}.md"'
+    return response

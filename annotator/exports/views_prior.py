@@ -1,0 +1,234 @@
+"""The prior-labels wizard: upload → map sheets and columns → review values → confirm.
+
+Nothing but the uploaded file (kept under MEDIA_ROOT/prior-labels/) and the session's wizard
+state is written before the confirm step, which calls `prior.import_prior_labels` once.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.core.files.storage import default_storage
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from annotator.studies.models import Membership, Study
+from taxonomy_app.models import CodebookVersion, Facet
+
+from .forms import UploadForm
+from .prior import IGNORE, PROPOSE, PriorImportError, PriorMapping, import_prior_labels
+from .prior import review_prior_labels as review_labels
+from .spreadsheets import SpreadsheetError, inspect_workbook
+
+SESSION = "prior_labels"
+ROLES = [("annotator", "an annotator's sheet"), ("final", "the final (agreed) sheet"),
+         ("ignore", "ignore")]  # fmt: skip
+
+
+def _state(request: HttpRequest, token: str) -> dict[str, Any]:
+    state = request.session.get(SESSION, {}).get(token)
+    if state is None:
+        raise Http404("This import has expired; upload the workbook again")
+    return dict(state)
+
+
+def _save(request: HttpRequest, token: str, state: dict[str, Any] | None) -> None:
+    wizard = dict(request.session.get(SESSION, {}))
+    if state is None:
+        wizard.pop(token, None)
+    else:
+        wizard[token] = state
+    request.session[SESSION] = wizard
+
+
+def _version(state: dict[str, Any]) -> CodebookVersion:
+    if state.get("study"):
+        return Study.objects.get(pk=state["study"]).codebook_version
+    return CodebookVersion.objects.get(pk=state["version"])
+
+
+@require_http_methods(["GET", "POST"])
+def prior_upload(request: HttpRequest) -> HttpResponse:
+    form = UploadForm(request.POST or None, request.FILES or None, user=request.user)
+    if request.method == "POST" and form.is_valid():
+        token = secrets.token_urlsafe(12)
+        name = default_storage.save(f"prior-labels/{token}.xlsx", form.cleaned_data["file"])
+        try:
+            info = inspect_workbook(default_storage.path(name))
+        except SpreadsheetError as error:
+            default_storage.delete(name)
+            form.add_error("file", str(error))
+        else:
+            study, version = form.cleaned_data["study"], form.cleaned_data["codebook_version"]
+            _save(request, token, {
+                "file": name, "filename": form.cleaned_data["file"].name,
+                "study": study.pk if study else None, "study_name": form.cleaned_data["study_name"],
+                "version": version.pk if version else None,
+                "sheets": [{"name": s.name, "columns": list(s.columns), "rows": s.rows,
+                            "key": s.key_column} for s in info.sheets],
+            })  # fmt: skip
+            return redirect("exports:prior_map", token=token)
+    status = 400 if form.errors else 200
+    return render(request, "exports/prior_upload.html", {"form": form}, status=status)
+
+
+class MappingForm(forms.Form):
+    def __init__(self, *args: Any, state: dict[str, Any], facets: list[Facet], **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        sheets = state["sheets"]
+        columns = sorted({c for s in sheets for c in s["columns"]})
+        guess = next((s["key"] for s in sheets if s["key"]), None)
+        self.fields["key_column"] = forms.ChoiceField(
+            choices=[(c, c) for c in columns], initial=guess, help_text="the issue URL column"
+        )
+        for i, sheet in enumerate(sheets):
+            final = sheet["name"].strip().casefold() == "final"
+            self.fields[f"role_{i}"] = forms.ChoiceField(
+                choices=ROLES, label=f"Sheet “{sheet['name']}” ({sheet['rows']} rows) is",
+                initial="final" if final else "annotator",
+            )  # fmt: skip
+            self.fields[f"user_{i}"] = forms.CharField(
+                required=False, label=f"Sheet “{sheet['name']}”: annotator account",
+                help_text="username of an existing account; empty: an inactive placeholder "
+                f"account named {sheet['name']!r}",
+            )  # fmt: skip
+        choices = [("", "— not a facet —"), *((f.key, f.name) for f in facets)]
+        for i, column in enumerate(columns):
+            self.fields[f"column_{i}"] = forms.ChoiceField(
+                choices=choices, required=False, label=f"Column “{column}” holds",
+                initial=_guess_facet(column, facets),
+            )  # fmt: skip
+        self.columns = columns
+        self.multi = [f.key for f in facets if f.kind == Facet.Kind.MULTI]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        for i in range(len([k for k in self.fields if k.startswith("user_")])):
+            username = data.get(f"user_{i}", "").strip()
+            if username and not get_user_model().objects.filter(username=username).exists():
+                self.add_error(f"user_{i}", f"No account {username!r}.")
+        return data
+
+
+def _guess_facet(column: str, facets: list[Facet]) -> str:
+    text = column.casefold().removesuffix(" final").strip()
+    for f in facets:
+        if text in {f.key.casefold(), f.name.casefold()}:
+            return f.key
+    return ""
+
+
+def _mapping(form: MappingForm, state: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    data = form.cleaned_data
+    to_facet = {c: data[f"column_{i}"] for i, c in enumerate(form.columns) if data[f"column_{i}"]}
+    annotators, users, final = {}, {}, None
+    for i, sheet in enumerate(state["sheets"]):
+        role = data[f"role_{i}"]
+        if role == "annotator":
+            annotators[sheet["name"]] = sheet["name"]
+            if data.get(f"user_{i}"):
+                users[sheet["name"]] = data[f"user_{i}"].strip()
+        elif role == "final":
+            final = sheet["name"]
+    columns_of = {s["name"]: set(s["columns"]) for s in state["sheets"]}
+    mapping = {
+        "key_column": data["key_column"], "sheet_to_annotator": annotators,
+        "column_to_facet": {c: f for c, f in to_facet.items()
+                            if all(c in columns_of[s] for s in annotators)},
+        "final_sheet": final,
+        "final_column_to_facet": {c: f for c, f in to_facet.items()
+                                  if final and c in columns_of[final]} or None,
+        "separators": {f: [" & ", " / "] for f in form.multi},
+    }  # fmt: skip
+    return mapping, users
+
+
+@require_http_methods(["GET", "POST"])
+def prior_map(request: HttpRequest, token: str) -> HttpResponse:
+    state = _state(request, token)
+    facets = list(Facet.objects.filter(version=_version(state)).order_by("order", "pk"))
+    form = MappingForm(request.POST or None, state=state, facets=facets)
+    if request.method == "POST" and form.is_valid():
+        mapping, users = _mapping(form, state)
+        if not mapping["sheet_to_annotator"] or not mapping["column_to_facet"]:
+            form.add_error(None, "Map at least one annotator sheet and one column to a facet.")
+        else:
+            _save(request, token, {**state, "mapping": mapping, "users": users})
+            return redirect("exports:prior_review", token=token)
+    context = {"form": form, "state": state, "token": token}
+    return render(request, "exports/prior_map.html", context, status=400 if form.errors else 200)
+
+
+@require_http_methods(["GET", "POST"])
+def prior_review(request: HttpRequest, token: str) -> HttpResponse:
+    state = _state(request, token)
+    if "mapping" not in state:
+        return redirect("exports:prior_map", token=token)
+    mapping = PriorMapping(**state["mapping"])
+    path = Path(default_storage.path(state["file"]))
+    error = ""
+    try:
+        review = review_labels(path=path, mapping=mapping, version=_version(state))
+    except (SpreadsheetError, PriorImportError) as failure:
+        context = {"state": state, "token": token, "error": str(failure)}
+        return render(request, "exports/prior_review.html", context, status=400)
+    if request.method == "POST":
+        choices = _choices(request, review)
+        try:
+            result = _confirm(request, state, path, mapping, choices)
+        except PriorImportError as failure:
+            error = str(failure)
+        else:
+            default_storage.delete(state["file"])
+            _save(request, token, None)
+            messages.success(request, (
+                f"Imported round {result.round.number}: {result.items} items, "
+                f"{result.annotations} annotations, {result.decisions} decisions"
+                f"{f', {result.proposals} proposals' if result.proposals else ''}."
+            ))  # fmt: skip
+            return redirect(result.study)
+    context = {
+        "state": state, "token": token, "review": review, "error": error,
+        "propose": PROPOSE, "ignore": IGNORE,
+        "skipped": review.labels.skipped,
+        "facets": [(f, m, review.categories[f]) for f, m in review.matchings.items()],
+    }  # fmt: skip
+    return render(request, "exports/prior_review.html", context, status=400 if error else 200)
+
+
+def _choices(request: HttpRequest, review: Any) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    for facet, matching in review.matchings.items():
+        for n, unmatched in enumerate(matching.unmatched):
+            value = request.POST.get(f"value_{facet}_{n}")
+            if value is not None:
+                out.setdefault(facet, {})[unmatched.value] = value
+    return out
+
+
+def _confirm(
+    request: HttpRequest, state: dict[str, Any], path: Path, mapping: PriorMapping,
+    choices: dict[str, dict[str, str]],
+) -> Any:  # fmt: skip
+    study = None
+    if state.get("study"):
+        study = Study.objects.filter(
+            pk=state["study"], memberships__user=request.user,
+            memberships__role=Membership.Role.OWNER,
+        ).first()  # fmt: skip
+        if study is None:
+            raise Http404("No such study")
+    users = {name: get_user_model().objects.get(username=username)
+             for name, username in state.get("users", {}).items()}  # fmt: skip
+    return import_prior_labels(
+        path=path, mapping=mapping, choices=choices, user=request.user, study=study,
+        study_name=state.get("study_name", ""),
+        codebook_version=None if study else CodebookVersion.objects.get(pk=state["version"]),
+        users=users, filename=state["filename"],
+    )  # fmt: skip

@@ -1,0 +1,170 @@
+"""Benchmark: export labelled items from PostgreSQL through the export service to CSV, JSONL
+and Parquet (and the long table to CSV): items per second and peak memory.
+
+    .venv/bin/python benchmarks/export_run.py [--items 100000] [--small 10000] [--keep]
+
+1. Drops and creates the database named by BENCH_DATABASE_URL (default
+   postgres://root@127.0.0.1:5432/annotator_bench_export), migrates it, loads the seed
+   codebook and generates two studies (--small and --items issues, 2 annotators, 4 facets:
+   symptom, root-cause, stage, fix-pattern) with the generator of benchmarks/agreement_run.py
+   (bulk_create + COPY), then a decision per item (source unanimous; the first annotator's
+   labels) with INSERT … SELECT. Generation time is not the measure.
+   Each size gets a fresh database (the generator numbers rows from 1).
+2. Per study, format and table, in a fresh process: `export_dataset` into a file, wall seconds
+   and the process's peak RSS beside its RSS after Django start-up. Memory is flat when the
+   peak over baseline at --items is about that at --small.
+Writes benchmarks/results/export_run.json (not committed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT))
+
+import agreement_run as generator  # noqa: E402 -- the benchmark's data generator
+
+DEFAULT_URL = "postgres://root@127.0.0.1:5432/annotator_bench_export"
+CASES = [("csv", "final"), ("jsonl", "final"), ("parquet", "final"), ("csv", "long")]
+TARGET = 10_000  # items/s
+REFERENCE = "Label Studio 1.23: 30.5 s for a JSON export of 10,000 items (~330 items/s)"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--items", type=int, default=100_000)
+    parser.add_argument("--small", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--child", choices=["generate", "export"])
+    parser.add_argument("--study", default="")
+    parser.add_argument("--format", default="csv")
+    parser.add_argument("--table", default="final")
+    args = parser.parse_args()
+    if args.child:
+        return _child(args)
+    url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL)
+    env = {**os.environ, "DATABASE_URL": url, "REDIS_URL": "", "DJANGO_DEBUG": "0"}
+    rows = []
+    for size in (args.small, args.items):
+        _fresh_database(url, env)  # the generator numbers rows from 1: one study per database
+        made = _json_child(["--child", "generate", "--items", str(size)], env)
+        print(f"generated {size:,} items, {made['labels']:,} labels in {made['seconds']:.1f} s")
+        for fmt, table in CASES:
+            out = _json_child(["--child", "export", "--study", f"Export benchmark {size}",
+                               "--format", fmt, "--table", table], env)  # fmt: skip
+            out.update(items=size, format=fmt, table=table, items_per_s=size / out["seconds"])
+            rows.append(out)
+            print(f"{size:>7,} items  {fmt:>7} {table:>5}: {out['seconds']:6.2f} s  "
+                  f"{out['items_per_s']:>9,.0f} items/s  {out['rows']:>9,} rows  "
+                  f"{out['mib']:6.1f} MiB file  peak {out['peak_mib']:6.1f} MiB "
+                  f"(+{out['peak_mib'] - out['baseline_mib']:5.1f} over start-up)")  # fmt: skip
+    _verdict(rows, args)
+    result = ROOT / "benchmarks" / "results" / "export_run.json"
+    result.parent.mkdir(exist_ok=True)
+    result.write_text(json.dumps({"reference": REFERENCE, "runs": rows}, indent=2))
+    if not args.keep:
+        generator._drop(url)
+
+
+def _fresh_database(url: str, env: dict[str, str]) -> None:
+    generator._recreate(url)
+    manage = [sys.executable, str(ROOT / "manage.py")]
+    subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], env=env, check=True)
+    subprocess.run([*manage, "load_codebook", "--publish"], env=env, check=True,
+                   stdout=subprocess.DEVNULL)  # fmt: skip
+
+
+def _verdict(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    big = [r for r in rows if r["items"] == args.items and r["table"] == "final"]
+    slowest = min(r["items_per_s"] for r in big)
+    print(f"slowest final-dataset export at {args.items:,} items: {slowest:,.0f} items/s "
+          f"(target {TARGET:,}; {REFERENCE})")  # fmt: skip
+    for fmt, table in CASES:
+        small, large = (
+            next(r for r in rows if (r["items"], r["format"], r["table"]) == (n, fmt, table))
+            for n in (args.small, args.items)
+        )
+        grow = (large["peak_mib"] - large["baseline_mib"]) - (
+            small["peak_mib"] - small["baseline_mib"]
+        )
+        print(f"memory {fmt} {table}: +{grow:.1f} MiB from {args.small:,} to {args.items:,} items")
+
+
+def _json_child(extra: list[str], env: dict[str, str]) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, __file__, *extra], env=env, capture_output=True,
+                          text=True)  # fmt: skip
+    if done.returncode:
+        raise SystemExit(f"{' '.join(extra)} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def _child(args: argparse.Namespace) -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotator.settings")
+    import django
+
+    django.setup()
+    baseline = generator._rss_mib()
+    out = _generate(args) if args.child == "generate" else _export(args)
+    out.update(peak_mib=generator._peak_mib(), baseline_mib=baseline)
+    print(json.dumps(out))
+
+
+def _generate(args: argparse.Namespace) -> dict[str, Any]:
+    from django.db import connection
+
+    from annotator.issues.models import Repository
+    from annotator.studies.models import Study
+
+    made = generator._generate(argparse.Namespace(items=args.items, annotators=2, seed=args.seed))
+    study = Study.objects.get(name="Agreement benchmark")
+    Study.objects.filter(pk=study.pk).update(name=f"Export benchmark {args.items}")
+    Repository.objects.filter(owner="bench", name="agreement").update(name=f"export-{args.items}")
+    first = study.memberships.filter(role="annotator").order_by("user__username").first()
+    with connection.cursor() as cursor:
+        cursor.execute("""
+            INSERT INTO adjudication_decision (item_id, source, reason, comment, version,
+                                               created_at, updated_at)
+            SELECT id, 'unanimous', '', '', 1, now(), now() FROM studies_item WHERE study_id = %s
+        """, [study.pk])  # fmt: skip
+        cursor.execute("""
+            INSERT INTO adjudication_decisionlabel (decision_id, facet_id, category_id)
+            SELECT d.id, l.facet_id, l.category_id
+            FROM studies_annotationlabel l
+            JOIN studies_annotation n ON n.id = l.annotation_id
+            JOIN studies_assignment a ON a.id = n.assignment_id
+            JOIN adjudication_decision d ON d.item_id = a.item_id
+            WHERE a.annotator_id = %s AND d.item_id IN
+                  (SELECT id FROM studies_item WHERE study_id = %s)
+        """, [first.user_id, study.pk])  # fmt: skip
+        cursor.execute("ANALYZE")
+    return made
+
+
+def _export(args: argparse.Namespace) -> dict[str, Any]:
+    from annotator.exports.services import export_dataset
+    from annotator.studies.models import Study
+
+    study = Study.objects.select_related("codebook_version__codebook").get(name=args.study)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"export.{args.format}"
+        start = time.perf_counter()
+        with path.open("wb") as out:
+            result = export_dataset(study=study, format=args.format, out=out, table=args.table)
+        seconds = time.perf_counter() - start
+        size = path.stat().st_size
+    return {"seconds": seconds, "rows": result.rows, "mib": size / 2**20}
+
+
+if __name__ == "__main__":
+    main()
