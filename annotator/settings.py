@@ -62,6 +62,9 @@ INSTALLED_APPS = [
     "annotator.apps.AnnotatorConfig",
     "annotator.issues",
     "annotator.studies",
+    "annotator.adjudication",
+    "annotator.agreement",
+    "annotator.exports",
     "taxonomy_app",
 ]
 
@@ -209,6 +212,13 @@ if STUDIES_ASSIGNMENT_TIMEOUT_MINUTES > 0:
         "task": "annotator.studies.tasks.release_stale_assignments_task",
         "schedule": float(env_int("STUDIES_RELEASE_EVERY_SECONDS", 300)),
     }
+# Agreement (annotator/agreement): a run's time limit; a run still going past it is marked failed
+# by the sweep, which also starts runs for rounds that completed without one (every minute).
+AGREEMENT_TIME_LIMIT_SECONDS = env_int("AGREEMENT_TIME_LIMIT_SECONDS", 600)
+CELERY_BEAT_SCHEDULE["agreement-sweep"] = {
+    "task": "annotator.agreement.tasks.agreement_sweep_task",
+    "schedule": 60.0,
+}
 # taxonomy_app counts and moves labels through this hook (taxonomy_app/usage.py).
 TAXONOMY_LABEL_USAGE = "annotator.studies.usage.StudyLabelUsage"
 

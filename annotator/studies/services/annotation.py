@@ -9,6 +9,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from annotator.adjudication.services import decide_item_if_complete, record_change
+from annotator.agreement.services import on_round_progress
 from taxonomy_app.errors import CodebookError
 from taxonomy_app.models import Category, Facet, Proposal
 from taxonomy_app.services import create_proposal
@@ -65,6 +67,10 @@ def submit_annotation(
             status=Status.SUBMITTED, finished_at=now, touched_at=now
         )
         Item.objects.filter(pk=assignment.item_id).update(submitted_count=F("submitted_count") + 1)
+        on_round_progress(item_id=assignment.item_id)  # a complete round gets its agreement run
+    # The item's history, and its decision once all k annotations are in (adjudication).
+    record_change(annotation=annotation, user=user)
+    decide_item_if_complete(item=assignment.item)
     return annotation
 
 

@@ -22,6 +22,8 @@ SEE_ALL = {Role.OWNER, Role.ADJUDICATOR}
 def membership_or_404(
     request: HttpRequest, study_id: int, roles: Collection[str] | None = None
 ) -> Membership:
+    if not request.user.is_authenticated:  # LoginRequiredMiddleware sends these to log in
+        raise Http404("No such study")
     membership = (
         Membership.objects.select_related("study__codebook_version__codebook")
         .filter(study_id=study_id, user=request.user)
