@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import api
+from . import api, api_more
 
 urlpatterns = [
     path("studies/", api.StudyListApi.as_view(), name="api-study-list"),
@@ -27,4 +27,37 @@ urlpatterns = [
     path("assignments/<int:assignment_id>/draft/", api.DraftSaveApi.as_view(), name="api-draft"),
     path("assignments/<int:assignment_id>/submit/", api.SubmitApi.as_view(), name="api-submit"),
     path("assignments/<int:assignment_id>/skip/", api.SkipApi.as_view(), name="api-skip"),
+    # api_more: study update, rounds, items, one's own assignments, selection records, invitations
+    path(
+        "studies/<int:study_id>/update/",
+        api_more.StudyUpdateApi.as_view(),
+        name="api-study-update",
+    ),
+    path("studies/<int:study_id>/rounds/", api_more.RoundListApi.as_view(), name="api-round-list"),
+    path(
+        "studies/<int:study_id>/rounds/create/",
+        api_more.RoundCreateApi.as_view(),
+        name="api-round-create",
+    ),
+    path("studies/<int:study_id>/items/", api_more.ItemListApi.as_view(), name="api-item-list"),
+    path(
+        "studies/<int:study_id>/my-assignments/",
+        api_more.MyAssignmentListApi.as_view(),
+        name="api-my-assignments",
+    ),
+    path(
+        "studies/<int:study_id>/selections/list/",
+        api_more.SelectionListApi.as_view(),
+        name="api-selection-list",
+    ),
+    path(
+        "studies/<int:study_id>/invitations/",
+        api_more.InvitationListApi.as_view(),
+        name="api-invitation-list",
+    ),
+    path(
+        "studies/<int:study_id>/invitations/create/",
+        api_more.InvitationCreateApi.as_view(),
+        name="api-invitation-create",
+    ),
 ]

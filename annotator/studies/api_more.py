@@ -1,0 +1,228 @@
+"""More of the studies API: study update, rounds, items, one's own assignments, selection
+records and invitation links. Same style as `api.py`: one view per operation, small
+Input/Output serializers, writes through the services, role checks by membership (404 for
+non-members and for roles that may not see a list).
+
+Blindness: nothing here carries labels. The item list (with its counters) is for owners and
+adjudicators; an annotator lists only their own assignments.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from . import services
+from .api import RoundOutput, SelectionOutput, StudyOutput, _membership, _refuse
+from .errors import StudyError
+from .models import Assignment, Invitation, Item, Membership, Round, Selection, Study
+from .views.access import MANAGERS, SEE_ALL
+
+Role = Membership.Role
+ITEM_STATES = ["unassigned", "in progress", "complete"]  # ItemQuerySet.with_state
+
+
+# --- serializers ------------------------------------------------------------------------------
+class StudyUpdateInput(serializers.Serializer):
+    name = serializers.CharField(max_length=200, required=False)
+    guidelines = serializers.CharField(required=False, allow_blank=True)
+
+
+class RoundInput(serializers.Serializer):
+    # a plain string (the service checks it): a second "kind" enum would collide in the schema
+    kind = serializers.CharField(default=Round.Kind.MAIN, help_text=" | ".join(Round.Kind.values))
+
+
+class IssueRefOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    repository = serializers.CharField(source="repository.full_name")
+    number = serializers.IntegerField()
+    title = serializers.CharField()
+
+
+class ItemFilterInput(serializers.Serializer):
+    round = serializers.IntegerField(required=False, help_text="round id")
+    state = serializers.ChoiceField(choices=ITEM_STATES, required=False)
+
+
+class ItemOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    round = RoundOutput()
+    issue = IssueRefOutput()
+    state = serializers.CharField(help_text=" | ".join(ITEM_STATES))
+    quota = serializers.IntegerField()
+    active_count = serializers.IntegerField()
+    submitted_count = serializers.IntegerField()
+    released_at = serializers.DateTimeField(allow_null=True)
+
+
+class MyAssignmentOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.CharField(help_text=" | ".join(Assignment.Status.values))
+    item = serializers.IntegerField(source="item_id")
+    round = RoundOutput(source="item.round")
+    issue = IssueRefOutput(source="item.issue")
+    assigned_at = serializers.DateTimeField()
+    submitted_at = serializers.DateTimeField(source="annotation.submitted_at", allow_null=True)
+
+
+class SelectionRecordOutput(SelectionOutput):
+    sampled = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+
+
+class InvitationInput(serializers.Serializer):
+    role = serializers.ChoiceField(
+        choices=[Role.ANNOTATOR, Role.ADJUDICATOR], default=Role.ANNOTATOR
+    )
+
+
+class InvitationOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    role = serializers.CharField()
+    token = serializers.CharField()
+    url = serializers.SerializerMethodField(help_text="the join link (open it logged in)")
+    uses = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+
+    def get_url(self, invitation: Invitation) -> str:
+        request = self.context.get("request")
+        path = invitation.get_absolute_url()
+        return request.build_absolute_uri(path) if request is not None else path
+
+
+# --- study ------------------------------------------------------------------------------------
+class StudyUpdateApi(APIView):
+    """Rename the study or rewrite its guidelines (owner only); omitted fields are kept."""
+
+    @extend_schema(request=StudyUpdateInput, responses=StudyOutput)
+    def patch(self, request: Request, study_id: int) -> Response:
+        study = _membership(request, study_id, MANAGERS).study
+        data = StudyUpdateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        values: dict[str, Any] = data.validated_data
+        try:
+            study = services.update_study(
+                study=study,
+                name=values.get("name", study.name),
+                guidelines=values.get("guidelines", study.guidelines),
+                overlap_k=study.overlap_k,
+            )
+        except StudyError as error:
+            raise _refuse(error) from error
+        return Response(StudyOutput(study).data)
+
+
+# --- rounds -----------------------------------------------------------------------------------
+class RoundListApi(generics.ListAPIView):
+    """The study's rounds (members)."""
+
+    serializer_class = RoundOutput
+
+    def get_queryset(self) -> QuerySet[Round]:
+        study = _membership(self.request, self.kwargs["study_id"]).study
+        return Round.objects.filter(study=study).order_by("number")
+
+
+class RoundCreateApi(APIView):
+    """Add the study's next round (owner only)."""
+
+    @extend_schema(request=RoundInput, responses={201: RoundOutput})
+    def post(self, request: Request, study_id: int) -> Response:
+        study = _membership(request, study_id, MANAGERS).study
+        data = RoundInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            round = services.create_round(study=study, kind=data.validated_data["kind"])
+        except StudyError as error:
+            raise _refuse(error) from error
+        return Response(RoundOutput(round).data, status=status.HTTP_201_CREATED)
+
+
+# --- items ------------------------------------------------------------------------------------
+class ItemListApi(generics.ListAPIView):
+    """The study's items with their state from the counters (owners and adjudicators), in
+    labeling order; filter by `round` (id) and `state`."""
+
+    serializer_class = ItemOutput
+
+    @extend_schema(parameters=[ItemFilterInput])
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self) -> QuerySet[Item]:
+        study = _membership(self.request, self.kwargs["study_id"], SEE_ALL).study
+        filters = ItemFilterInput(data=self.request.query_params)
+        filters.is_valid(raise_exception=True)
+        items = (
+            Item.objects.filter(study=study)
+            .with_state()
+            .select_related("round", "issue__repository")
+            .order_by("round__number", "position", "pk")
+        )
+        if "round" in filters.validated_data:
+            items = items.filter(round_id=filters.validated_data["round"])
+        if "state" in filters.validated_data:
+            items = items.filter(state=filters.validated_data["state"])
+        return items
+
+
+# --- assignments ------------------------------------------------------------------------------
+class MyAssignmentListApi(generics.ListAPIView):
+    """The caller's own assignments in the study (any member; nobody else's)."""
+
+    serializer_class = MyAssignmentOutput
+
+    def get_queryset(self) -> QuerySet[Assignment]:
+        study = _membership(self.request, self.kwargs["study_id"]).study
+        return (
+            Assignment.objects.filter(item__study=study, annotator=self.request.user)
+            .select_related("item__round", "item__issue__repository", "annotation")
+            .order_by("assigned_at", "pk")
+        )
+
+
+# --- selections -------------------------------------------------------------------------------
+class SelectionListApi(generics.ListAPIView):
+    """How issues were added to the study: filters, counts, sample, seed (members)."""
+
+    serializer_class = SelectionRecordOutput
+
+    def get_queryset(self) -> QuerySet[Selection]:
+        study = _membership(self.request, self.kwargs["study_id"]).study
+        return Selection.objects.filter(study=study).order_by("created_at", "pk")
+
+
+# --- invitations ------------------------------------------------------------------------------
+class InvitationListApi(generics.ListAPIView):
+    """The study's invitation links (owner only)."""
+
+    serializer_class = InvitationOutput
+
+    def get_queryset(self) -> QuerySet[Invitation]:
+        study: Study = _membership(self.request, self.kwargs["study_id"], MANAGERS).study
+        return Invitation.objects.filter(study=study).order_by("created_at", "pk")
+
+
+class InvitationCreateApi(APIView):
+    """Make a join link for an annotator or adjudicator (owner only)."""
+
+    @extend_schema(request=InvitationInput, responses={201: InvitationOutput})
+    def post(self, request: Request, study_id: int) -> Response:
+        study = _membership(request, study_id, MANAGERS).study
+        data = InvitationInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            invitation = services.create_invitation(
+                study=study, role=data.validated_data["role"], user=request.user
+            )
+        except StudyError as error:
+            raise _refuse(error) from error
+        out = InvitationOutput(invitation, context={"request": request})
+        return Response(out.data, status=status.HTTP_201_CREATED)
