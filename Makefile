@@ -43,12 +43,22 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python manage.py makemigrations --check --dry-run
+	$(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null
 	$(BIN)/mypy annotator/jobs.py annotator/issues/formats.py annotator/issues/rendering.py \
 	  annotator/issues/services.py annotator/issues/writer.py annotator/agreement \
 	  annotator/exports/writers.py annotator/exports/spreadsheets.py
 
+# Scale checks (benchmarks/README.md); each drops and recreates its own *_bench* database.
+BENCHES := import_issues agreement_stats agreement_run export_writers export_run labeling_load
+
 bench: venv
-	DATABASE_URL=$${BENCH_DATABASE_URL:-postgres://root@127.0.0.1:5432/annotator_bench} $(BIN)/python benchmarks/import_issues.py
+	@for bench in $(BENCHES); do \
+	  echo "== benchmarks/$$bench.py"; \
+	  env -u DATABASE_URL $(BIN)/python benchmarks/$$bench.py || exit 1; \
+	done
+
+bench-%: venv
+	env -u DATABASE_URL $(BIN)/python benchmarks/$*.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache

@@ -238,6 +238,12 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Issues, codebooks, studies, annotations, agreement and exports.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Three models have a "kind"; name each enum after its model.
+    "ENUM_NAME_OVERRIDES": {
+        "FacetKindEnum": "taxonomy_app.models.Facet.Kind",
+        "ChangeKindEnum": "taxonomy_app.models.ChangeOperation.Kind",
+        "RoundKindEnum": "annotator.studies.models.Round.Kind",
+    },
 }
 
 LOGGING = {

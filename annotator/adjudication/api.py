@@ -125,7 +125,7 @@ class DecisionInput(serializers.Serializer):
     )
 
 
-class CommentOutput(serializers.Serializer):
+class DiscussionCommentOutput(serializers.Serializer):
     id = serializers.IntegerField()
     author = serializers.CharField(source="author.username")
     body = serializers.CharField()
@@ -140,10 +140,10 @@ class DiscussionOutput(serializers.Serializer):
     item = serializers.IntegerField()
     released_at = serializers.DateTimeField(allow_null=True)
     annotations = AnnotationOutput(many=True)
-    comments = CommentOutput(many=True)
+    comments = DiscussionCommentOutput(many=True)
 
 
-class ChangeOutput(serializers.Serializer):
+class HistoryChangeOutput(serializers.Serializer):
     subject = serializers.CharField()
     user = serializers.CharField(source="user.username", allow_null=True, default=None)
     at = serializers.DateTimeField()
@@ -253,7 +253,7 @@ class HistoryApi(generics.ListAPIView):
     """Every change to the item's annotations and decision, oldest first (owners and
     adjudicators)."""
 
-    serializer_class = ChangeOutput
+    serializer_class = HistoryChangeOutput
     pagination_class = None
 
     def get_queryset(self) -> Any:
