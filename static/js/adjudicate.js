@@ -97,8 +97,9 @@
     if (handled) event.preventDefault();
   });
 
-  // After a swap (errors or a conflict), start again at the first facet with an error.
-  document.body.addEventListener("htmx:afterSwap", function () {
+  // After a swap (errors or a conflict), start again at the first facet with an error; on
+  // afterSettle, since htmx's settle step rewrites the attributes of elements that keep their id.
+  document.body.addEventListener("htmx:afterSettle", function () {
     var invalid = rows().findIndex(function (row) {
       var field = finalField(row);
       return field && field.closest(".field").querySelector(".error");

@@ -158,7 +158,9 @@
   }, true);
   document.addEventListener("visibilitychange", function () { if (document.visibilityState === "hidden") flush(); });
   window.addEventListener("pagehide", flush);
-  document.body.addEventListener("htmx:afterSwap", function () {
+  // After settle, not after swap: htmx puts the old attributes on elements that keep their id
+  // and restores the new ones 20 ms later (its settle step), which would wipe the class set here.
+  document.body.addEventListener("htmx:afterSettle", function () {
     // The form came back with errors: go to the first facet that needs attention.
     var all = facets();
     var invalid = all.findIndex(function (f) { return f.classList.contains("invalid"); });
