@@ -1,6 +1,7 @@
-"""REST API for agreement: start a run, read a run (status, progress, result) and list a
-study's runs. Owners and adjudicators only; anyone else gets 404 (as the studies API does),
-because a result shows every annotator's labels side by side."""
+"""REST API for agreement: start a run, read a run (status, progress, result), list a
+study's runs, read/set the calibration threshold and mark a round passed. Owners and
+adjudicators only (threshold and pass: owners write); anyone else gets 404 (as the studies API
+does), because a result shows every annotator's labels side by side."""
 
 from __future__ import annotations
 
@@ -14,8 +15,14 @@ from rest_framework.views import APIView
 
 from annotator.studies.models import Membership, Round
 
-from .models import AgreementRun
-from .services import AgreementError, start_agreement_run
+from .models import AgreementRun, CalibrationPass
+from .services import (
+    AgreementError,
+    mark_calibration_passed,
+    set_threshold,
+    start_agreement_run,
+    study_threshold,
+)
 
 SEE_ALL = {Membership.Role.OWNER, Membership.Role.ADJUDICATOR}
 
@@ -90,3 +97,92 @@ class RunDetailApi(generics.RetrieveAPIView):  # type: ignore[misc]
             raise Http404
         _membership(self.request, run.study_id)
         return run
+
+
+def _owner_study(request: Request, study_id: int) -> Membership:
+    membership = _membership(request, study_id)
+    if membership.role != Membership.Role.OWNER:
+        raise Http404
+    return membership
+
+
+class AgreementSettingsOutput(serializers.Serializer):  # type: ignore[misc]
+    study = serializers.IntegerField(read_only=True)
+    threshold = serializers.FloatField(
+        help_text="the alpha a round must reach to pass calibration, in (0, 1]"
+    )
+
+
+class AgreementSettingsInput(serializers.Serializer):  # type: ignore[misc]
+    threshold = serializers.FloatField(
+        min_value=0,
+        max_value=1,
+        help_text="the alpha a round must reach to pass calibration, in (0, 1]",
+    )
+
+    def validate_threshold(self, value: float) -> float:
+        if not 0 < value <= 1:
+            raise serializers.ValidationError("the threshold is an alpha in (0, 1]")
+        return value
+
+
+class AgreementSettingsApi(APIView):  # type: ignore[misc]
+    """The study's calibration threshold: owners and adjudicators read it, owners change it."""
+
+    @extend_schema(responses=AgreementSettingsOutput)
+    def get(self, request: Request, study_id: int) -> Response:
+        study = _membership(request, study_id).study
+        return Response({"study": study.pk, "threshold": study_threshold(study)})
+
+    @extend_schema(request=AgreementSettingsInput, responses=AgreementSettingsOutput)
+    def put(self, request: Request, study_id: int) -> Response:
+        study = _owner_study(request, study_id).study
+        data = AgreementSettingsInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            row = set_threshold(study=study, threshold=data.validated_data["threshold"])
+        except AgreementError as error:
+            raise ValidationError({"threshold": str(error)}) from error
+        return Response({"study": study.pk, "threshold": row.threshold})
+
+
+class CalibrationPassOutput(serializers.ModelSerializer):  # type: ignore[misc]
+    round = serializers.IntegerField(source="round.number")
+
+    class Meta:
+        model = CalibrationPass
+        fields = ["round", "run", "threshold", "lowest_alpha", "passed_at"]
+
+
+class CalibrationPassConflict(serializers.Serializer):  # type: ignore[misc]
+    detail = serializers.CharField()
+
+
+class CalibrationPassApi(APIView):  # type: ignore[misc]
+    """Mark a round passed calibration from its latest succeeded run; refused (409) when that
+    run does not meet the study's threshold — the rule of the report page and the database."""
+
+    @extend_schema(
+        request=None, responses={201: CalibrationPassOutput, 409: CalibrationPassConflict}
+    )
+    def post(self, request: Request, study_id: int, round_id: int) -> Response:
+        study = _owner_study(request, study_id).study
+        round = Round.objects.filter(study=study, pk=round_id).first()
+        if round is None:
+            raise Http404
+        run = (
+            AgreementRun.objects.succeeded()
+            .filter(round=round)
+            .select_related("round", "study")
+            .order_by("-created_at", "-pk")
+            .first()
+        )
+        if run is None:
+            message = f"round {round.number} has no finished agreement run; start one first"
+            return Response({"detail": message}, status=status.HTTP_409_CONFLICT)
+        try:
+            passed = mark_calibration_passed(run=run, user=request.user)
+        except AgreementError as error:
+            message = f"round {round.number} not passed (run {run.pk}): {error}"
+            return Response({"detail": message}, status=status.HTTP_409_CONFLICT)
+        return Response(CalibrationPassOutput(passed).data, status=status.HTTP_201_CREATED)

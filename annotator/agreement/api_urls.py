@@ -10,3 +10,15 @@ urlpatterns = [
     ),
     path("agreement-runs/<int:run_id>/", api.RunDetailApi.as_view(), name="api-agreement-run"),
 ]
+urlpatterns += [
+    path(
+        "studies/<int:study_id>/agreement-settings/",
+        api.AgreementSettingsApi.as_view(),
+        name="api-agreement-settings",
+    ),
+    path(
+        "studies/<int:study_id>/rounds/<int:round_id>/calibration-pass/",
+        api.CalibrationPassApi.as_view(),
+        name="api-calibration-pass",
+    ),
+]

@@ -1,27 +1,46 @@
 """REST API for exports and analysis: start an export, read it, download its file and card,
 read the analysis tables. Owners and adjudicators only; anyone else gets 404 (an export holds
-every annotator's labels)."""
+every annotator's labels). Prior labels in: inspect a workbook, import it as a round of a new
+study or of one the caller owns (the wizard's services, all or nothing)."""
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.http import FileResponse, Http404, HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
+from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotator.adjudication.models import Decision
 from annotator.studies.models import Membership, Study
+from taxonomy_app.models import CodebookVersion, Facet
 
 from .analysis import analysis_tables, study_final_labels
 from .models import ExportJob
+from .prior import (
+    PROPOSE,
+    PriorImportError,
+    PriorImportResult,
+    PriorMapping,
+    Review,
+    import_prior_labels,
+    review_prior_labels,
+)
 from .rows import ExportFilterError
 from .services import start_export_job
+from .spreadsheets import SpreadsheetError, inspect_workbook
 from .views import CONTENT_TYPES
 
 SEE_ALL = {Membership.Role.OWNER, Membership.Role.ADJUDICATOR}
@@ -150,3 +169,218 @@ class AnalysisApi(APIView):  # type: ignore[misc]
             for t in analysis_tables(data)
         ]  # fmt: skip
         return Response(tables)
+
+
+# Prior labels in: the wizard's two ends as two calls. `inspect` reads the workbook's shape;
+# `import` takes the mapping the wizard's map and review steps produce and calls the same
+# `prior.review_prior_labels` / `prior.import_prior_labels` as its confirm step (all or nothing).
+
+
+class PriorWorkbookInput(serializers.Serializer):  # type: ignore[misc]
+    file = serializers.FileField(help_text=".xlsx, a sheet per annotator (plus Final)")
+
+    def validate_file(self, upload: Any) -> Any:
+        if not upload.name.lower().endswith(".xlsx"):
+            raise serializers.ValidationError("upload an .xlsx workbook")
+        return upload
+
+
+class PriorSheetOutput(serializers.Serializer):  # type: ignore[misc]
+    name = serializers.CharField()
+    columns = serializers.ListField(child=serializers.CharField())
+    rows = serializers.IntegerField(help_text="data rows that are not entirely blank")
+    key_column = serializers.CharField(allow_null=True, help_text="the guessed issue-URL column")
+    blank_keys = serializers.ListField(child=serializers.IntegerField())
+    duplicate_keys = serializers.ListField(child=serializers.CharField())
+
+
+class PriorInspectOutput(serializers.Serializer):  # type: ignore[misc]
+    sheets = PriorSheetOutput(many=True)
+    key_column = serializers.CharField(allow_null=True, help_text="the first sheet's key guess")
+
+
+class PriorMappingInput(serializers.Serializer):  # type: ignore[misc]
+    """The JSON `mapping` field: what the wizard's map and review steps collect."""
+
+    key_column = serializers.CharField()
+    sheet_to_annotator = serializers.DictField(child=serializers.CharField(), allow_empty=False)
+    column_to_facet = serializers.DictField(child=serializers.CharField(), allow_empty=False)
+    final_sheet = serializers.CharField(required=False, allow_null=True, default=None)
+    final_column_to_facet = serializers.DictField(
+        child=serializers.CharField(), required=False, allow_null=True, default=None
+    )
+    separators = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField(trim_whitespace=False)),
+        required=False, default=None,
+        help_text="facet → separators of a multi-value cell; default: ' & ' and ' / ' for every "
+        "multi-choice facet, as the wizard",
+    )  # fmt: skip
+    users = serializers.DictField(
+        child=serializers.CharField(), required=False, default=dict,
+        help_text="sheet → username of an existing account; default: an inactive placeholder",
+    )  # fmt: skip
+    values = serializers.DictField(
+        child=serializers.DictField(child=serializers.CharField(allow_blank=True)),
+        required=False, default=dict,
+        help_text=f"facet → raw value → category code, {PROPOSE!r} (propose it) or '' (ignore)",
+    )  # fmt: skip
+    study = serializers.IntegerField(required=False, allow_null=True, default=None,
+                                     help_text="a study you own gets a new round")  # fmt: skip
+    study_name = serializers.CharField(required=False, default="", max_length=200)
+    codebook_version = serializers.IntegerField(
+        required=False, allow_null=True, default=None, help_text="a new study's published version"
+    )
+
+    def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+        if not data["study"] and not (data["study_name"] and data["codebook_version"]):
+            raise serializers.ValidationError(
+                "give a study, or a study_name and codebook_version for a new study"
+            )
+        return data
+
+
+class PriorImportInput(PriorWorkbookInput):
+    mapping = serializers.JSONField(help_text="a JSON object: see PriorMappingInput")
+
+
+class PriorImportOutput(serializers.Serializer):  # type: ignore[misc]
+    study = serializers.IntegerField()
+    round = serializers.IntegerField(help_text="the created round's id")
+    round_number = serializers.IntegerField()
+    items = serializers.IntegerField()
+    created_issues = serializers.IntegerField()
+    annotations = serializers.IntegerField()
+    labels = serializers.IntegerField()
+    decisions = serializers.IntegerField()
+    proposals = serializers.IntegerField()
+    left_out = serializers.IntegerField()
+    placeholders = serializers.ListField(child=serializers.CharField())
+
+
+class PriorImportError400(serializers.Serializer):  # type: ignore[misc]
+    detail = serializers.CharField()
+    unmatched = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()), required=False,
+        help_text="facet → raw values still to map, propose or ignore",
+    )  # fmt: skip
+
+
+@contextmanager
+def _saved(upload: Any) -> Iterator[Path]:
+    """The upload as a file on disk (the services read a path), removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="prior-labels-") as folder:
+        path = Path(folder) / "workbook.xlsx"
+        with path.open("wb") as out:
+            for chunk in upload.chunks():
+                out.write(chunk)
+        yield path
+
+
+class PriorInspectApi(APIView):  # type: ignore[misc]
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(
+        request={"multipart/form-data": PriorWorkbookInput}, responses=PriorInspectOutput
+    )
+    def post(self, request: Request) -> Response:
+        data = PriorWorkbookInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        with _saved(data.validated_data["file"]) as path:
+            try:
+                info = inspect_workbook(path)
+            except SpreadsheetError as error:
+                raise ValidationError({"file": str(error)}) from None
+        sheets = [asdict(s) for s in info.sheets]
+        guess = next((s.key_column for s in info.sheets if s.key_column), None)
+        return Response({"sheets": sheets, "key_column": guess})
+
+
+class PriorImportApi(APIView):  # type: ignore[misc]
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(
+        request={"multipart/form-data": PriorImportInput},
+        responses={201: PriorImportOutput, 400: PriorImportError400},
+    )
+    def post(self, request: Request) -> Response:
+        data = PriorImportInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        given = PriorMappingInput(data=data.validated_data["mapping"])
+        if not given.is_valid():
+            raise ValidationError({"mapping": given.errors})
+        options = given.validated_data
+        study, version = self._target(request, options)
+        users = self._users(options["users"])
+        separators = options["separators"]
+        if separators is None:
+            multi = Facet.objects.filter(version=version, kind=Facet.Kind.MULTI)
+            separators = {key: [" & ", " / "] for key in multi.values_list("key", flat=True)}
+        mapping = PriorMapping(
+            key_column=options["key_column"], sheet_to_annotator=options["sheet_to_annotator"],
+            column_to_facet=options["column_to_facet"], final_sheet=options["final_sheet"],
+            final_column_to_facet=options["final_column_to_facet"], separators=separators,
+        )  # fmt: skip
+        upload = data.validated_data["file"]
+        with _saved(upload) as path:
+            try:
+                review = review_prior_labels(path=path, mapping=mapping, version=version)
+            except (SpreadsheetError, PriorImportError) as error:
+                raise ValidationError({"detail": str(error)}) from None
+            try:
+                result = import_prior_labels(
+                    path=path, mapping=mapping, choices=options["values"], user=request.user,
+                    study=study, study_name=options["study_name"],
+                    codebook_version=None if study else version, users=users,
+                    filename=upload.name,
+                )  # fmt: skip
+            except (SpreadsheetError, PriorImportError) as error:
+                body: dict[str, Any] = {"detail": str(error)}
+                unmatched = _unmatched(review, options["values"])
+                if unmatched:
+                    body["unmatched"] = unmatched
+                return Response(body, status=status.HTTP_400_BAD_REQUEST)
+        return Response(_result(result), status=status.HTTP_201_CREATED)
+
+    def _target(self, request: Request, options: dict[str, Any]) -> tuple[Study | None, Any]:
+        if options["study"]:
+            study = Study.objects.filter(
+                pk=options["study"], memberships__user=request.user,
+                memberships__role=Membership.Role.OWNER,
+            ).select_related("codebook_version").first()  # fmt: skip
+            if study is None:
+                raise Http404
+            return study, study.codebook_version
+        version = CodebookVersion.objects.filter(
+            pk=options["codebook_version"], status="published"
+        ).first()
+        if version is None:
+            raise ValidationError({"mapping": {"codebook_version": "no such published version"}})
+        return None, version
+
+    def _users(self, usernames: dict[str, str]) -> dict[str, Any]:
+        found = {u.username: u for u in get_user_model().objects.filter(
+            username__in=set(usernames.values()))}  # fmt: skip
+        missing = sorted({u for u in usernames.values() if u not in found})
+        if missing:
+            raise ValidationError({"mapping": {"users": f"no accounts {missing}"}})
+        return {sheet: found[username] for sheet, username in usernames.items()}
+
+
+def _unmatched(review: Review, choices: dict[str, dict[str, str]]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for facet, matching in review.matchings.items():
+        given = choices.get(facet, {})
+        values = [u.value for u in matching.unmatched if u.value not in given]
+        if values:
+            out[facet] = values
+    return out
+
+
+def _result(result: PriorImportResult) -> dict[str, Any]:
+    return {
+        "study": result.study.pk, "round": result.round.pk, "round_number": result.round.number,
+        "items": result.items, "created_issues": result.created_issues,
+        "annotations": result.annotations, "labels": result.labels,
+        "decisions": result.decisions, "proposals": result.proposals,
+        "left_out": result.left_out, "placeholders": result.placeholders,
+    }  # fmt: skip

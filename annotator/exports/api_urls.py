@@ -9,3 +9,7 @@ urlpatterns = [
     path("exports/<int:pk>/card/", api.ExportCardApi.as_view(), name="api-export-card"),
     path("studies/<int:study_id>/analysis/", api.AnalysisApi.as_view(), name="api-analysis"),
 ]
+urlpatterns += [
+    path("prior-labels/inspect/", api.PriorInspectApi.as_view(), name="api-prior-inspect"),
+    path("prior-labels/import/", api.PriorImportApi.as_view(), name="api-prior-import"),
+]
