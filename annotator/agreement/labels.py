@@ -1,7 +1,8 @@
 # ruff: noqa: RUF002, RUF003 -- α, κ and × are the notation of the statistics.
 """The ORM → numpy bridge: submitted labels of a study as one units × raters table per facet.
 
-Two SQL statements read the scope (see `_fetch`). PostgreSQL packs each column into one
+Two SQL statements read the scope (see `_fetch`; on SQLite, the local demo, two plain
+querysets instead). PostgreSQL packs each column into one
 `bytea` (`string_agg(int8send(id))`), so 1.2 million labels arrive as a few buffers that
 `numpy.frombuffer` reads without a Python object per row; every aggregate of one query sees the
 rows in the same order, so the columns stay aligned. Tables are then built in numpy:
@@ -133,6 +134,14 @@ def _fetch(
 
 
 def _scope(study_id: int, round_id: int | None) -> list[IntArray]:
+    if connection.vendor != "postgresql":  # the embedded SQLite demo: plain rows
+        rows = Annotation.objects.filter(
+            assignment__item__study_id=study_id, status=Annotation.Status.SUBMITTED
+        )
+        if round_id is not None:
+            rows = rows.filter(assignment__item__round_id=round_id)
+        fields = ("id", "codebook_version_id", "assignment__item_id", "assignment__annotator_id")
+        return _row_columns(rows.values_list(*fields), len(fields))
     annotation, assignment = Annotation._meta.db_table, Assignment._meta.db_table
     item = Item._meta.db_table
     scope = "AND i.round_id = %s" if round_id is not None else ""
@@ -149,6 +158,11 @@ def _scope(study_id: int, round_id: int | None) -> list[IntArray]:
 
 
 def _labels(facet_ids: list[int], low: int, high: int) -> list[IntArray]:
+    if connection.vendor != "postgresql":
+        rows = AnnotationLabel.objects.filter(
+            facet_id__in=facet_ids, annotation_id__gte=low, annotation_id__lte=high
+        ).values_list("annotation_id", "facet_id", "category_id")
+        return _row_columns(rows, 3)
     sql = f"""
         SELECT string_agg(int8send(annotation_id), ''), string_agg(int8send(facet_id), ''),
                string_agg(int8send(category_id), '')
@@ -163,6 +177,11 @@ def _columns(sql: str, params: list[Any]) -> list[IntArray]:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     return [_ints(buffer) for buffer in row]
+
+
+def _row_columns(rows: Any, width: int) -> list[IntArray]:
+    table = np.array(list(rows), dtype=np.int64).reshape(-1, width)
+    return [np.ascontiguousarray(table[:, k]) for k in range(width)]
 
 
 def _item_count(study_id: int, round_id: int | None) -> int:
