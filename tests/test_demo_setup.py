@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -33,3 +34,41 @@ def test_demo_seeds_an_sqlite_database_without_any_service(tmp_path):
     with sqlite3.connect(tmp_path / "annotator.sqlite3") as db:
         assert db.execute("SELECT count(*) FROM issues_issue").fetchone() == (36,)
         assert db.execute("SELECT max(comments_count) FROM issues_issue").fetchone()[0] > 0
+
+
+LABEL_THE_DEMO = """
+import random
+from django.contrib.auth.models import User
+from annotator.studies.codebook import codebook_schema
+from annotator.studies.models import Study
+from annotator.studies.services import next_assignment, submit_annotation
+study = Study.objects.get()
+schema = codebook_schema(study.codebook_version)
+for name in ["annotator1", "annotator2"]:
+    user = User.objects.get(username=name)
+    while (assignment := next_assignment(study=study, annotator=user)) is not None:
+        # both annotators label even items alike, odd items each their own way
+        item = assignment.item_id
+        rng = random.Random(item if item % 2 == 0 else f"{name}-{item}")
+        labels = {}
+        for facet in schema.facets:
+            options = [c for c, f in schema.facet_of.items() if f == facet.id][:3]
+            labels[facet.id] = [rng.choice(options)]
+        submit_annotation(assignment=assignment, user=user, labels=labels)
+"""
+
+
+def test_demo_round_labeled_on_sqlite_gets_its_agreement_run_and_decisions(tmp_path):
+    manage("migrate", "--noinput", data_dir=tmp_path)
+    manage("seed_demo", data_dir=tmp_path)
+
+    manage("shell", "-c", LABEL_THE_DEMO, data_dir=tmp_path)
+
+    with sqlite3.connect(tmp_path / "annotator.sqlite3") as db:
+        runs = db.execute("SELECT status, error FROM agreement_agreementrun").fetchall()
+        decided = db.execute("SELECT count(*) FROM adjudication_decision").fetchone()[0]
+    # completing the round started a run in-process (no worker without REDIS_URL)
+    assert runs and all(status == "succeeded" for status, _ in runs), runs
+    assert 18 <= decided < 36  # the even items are unanimous; the odd ones mostly queued
+    result = json.loads(manage("compute_agreement", "1", "--json", data_dir=tmp_path).stdout)
+    assert {facet["key"] for facet in result["facets"]} >= {"screening", "symptom", "fix-pattern"}
