@@ -25,20 +25,13 @@ from annotator.studies.models import Annotation, AnnotationLabel, Item, Membersh
 
 from . import services
 from .models import Comment, Decision, DecisionLabel, ItemAgreement
-from .views.access import SEE_ALL
+from .views.access import SEE_ALL, membership_or_404
 
 Role = Membership.Role
 
 
 def _membership(request: Request, study_id: int, roles: set[str] | None = None) -> Membership:
-    membership = (
-        Membership.objects.select_related("study__codebook_version")
-        .filter(study_id=study_id, user=request.user)
-        .first()
-    )
-    if membership is None or (roles is not None and membership.role not in roles):
-        raise Http404
-    return membership
+    return membership_or_404(request, study_id, roles)
 
 
 def _item(request: Request, item_id: int, roles: set[str] | None = None) -> tuple[Item, Membership]:

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotator.studies.models import Membership, Round
+from annotator.studies.views.access import SEE_ALL, membership_or_404
 
 from .models import AgreementRun, CalibrationPass
 from .services import (
@@ -24,18 +25,9 @@ from .services import (
     study_threshold,
 )
 
-SEE_ALL = {Membership.Role.OWNER, Membership.Role.ADJUDICATOR}
-
 
 def _membership(request: Request, study_id: int) -> Membership:
-    membership = (
-        Membership.objects.select_related("study")
-        .filter(study_id=study_id, user=request.user, role__in=SEE_ALL)
-        .first()
-    )
-    if membership is None:
-        raise Http404
-    return membership
+    return membership_or_404(request, study_id, SEE_ALL)
 
 
 class RunInput(serializers.Serializer):  # type: ignore[misc]  # DRF ships no types

@@ -25,6 +25,7 @@ from rest_framework.views import APIView
 
 from annotator.adjudication.models import Decision
 from annotator.studies.models import Membership, Study
+from annotator.studies.views.access import SEE_ALL, membership_or_404
 from taxonomy_app.models import CodebookVersion, Facet
 
 from .analysis import analysis_tables, study_final_labels
@@ -43,18 +44,9 @@ from .services import start_export_job
 from .spreadsheets import SpreadsheetError, inspect_workbook
 from .views import CONTENT_TYPES
 
-SEE_ALL = {Membership.Role.OWNER, Membership.Role.ADJUDICATOR}
-
 
 def _study(request: Request, study_id: int) -> Study:
-    membership = (
-        Membership.objects.select_related("study")
-        .filter(study_id=study_id, user=request.user, role__in=SEE_ALL)
-        .first()
-    )
-    if membership is None:
-        raise Http404
-    return membership.study
+    return membership_or_404(request, study_id, SEE_ALL).study
 
 
 def _job(request: Request, pk: int) -> ExportJob:

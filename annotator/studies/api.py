@@ -26,20 +26,13 @@ from .codebook import codebook_schema
 from .errors import LabelErrors, StudyError
 from .models import Annotation, AnnotationLabel, Assignment, Membership, Round, Study
 from .services.progress import study_dashboard
-from .views.access import SEE_ALL
+from .views.access import SEE_ALL, membership_or_404
 
 Role = Membership.Role
 
 
 def _membership(request: Request, study_id: int, roles: set[str] | None = None) -> Membership:
-    membership = (
-        Membership.objects.select_related("study__codebook_version")
-        .filter(study_id=study_id, user=request.user)
-        .first()
-    )
-    if membership is None or (roles is not None and membership.role not in roles):
-        raise Http404
-    return membership
+    return membership_or_404(request, study_id, roles)
 
 
 def _own_assignment(request: Request, assignment_id: int) -> Assignment:
