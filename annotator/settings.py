@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "annotator.apps.AnnotatorConfig",
+    "annotator.accounts",
     "annotator.issues",
     "annotator.studies",
     "annotator.adjudication",
