@@ -1,3 +1,8 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from . import api
+
+urlpatterns = [
+    path("tokens/", api.TokenListApi.as_view(), name="api-token-list"),
+    path("tokens/<int:pk>/", api.TokenApi.as_view(), name="api-token"),
+]

@@ -5,3 +5,7 @@ class AccountsConfig(AppConfig):
     name = "annotator.accounts"
     label = "accounts"
     verbose_name = "Accounts and API tokens"
+
+    def ready(self) -> None:
+        # drf-spectacular finds authentication extensions by import: register ours.
+        from . import schema  # noqa: F401

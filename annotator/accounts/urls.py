@@ -1,5 +1,10 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from . import views
 
 app_name = "accounts"
 
-urlpatterns: list = []
+urlpatterns = [
+    path("tokens/", views.token_list, name="tokens"),
+    path("tokens/<int:pk>/revoke/", views.token_revoke, name="revoke"),
+]

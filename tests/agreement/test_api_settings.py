@@ -5,9 +5,9 @@ threshold). Annotators and outsiders get 404."""
 from __future__ import annotations
 
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from annotator.accounts.services import create_api_token
 from annotator.agreement.models import AgreementRun, AgreementSettings, CalibrationPass
 from annotator.agreement.services import (
     lowest_alpha,
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.django_db
 
 def api(user) -> APIClient:  # type: ignore[no-untyped-def]
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {create_api_token(user=user, name='tests')[1]}")
     return client
 
 

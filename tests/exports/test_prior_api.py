@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from annotator.accounts.services import create_api_token
 from annotator.adjudication.models import Decision
 from annotator.exports.prior import PROPOSE, import_prior_labels
 from annotator.exports.spreadsheets import inspect_workbook
@@ -27,7 +27,7 @@ INSPECT, IMPORT = "/api/prior-labels/inspect/", "/api/prior-labels/import/"
 
 def api(user) -> APIClient:  # type: ignore[no-untyped-def]
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {create_api_token(user=user, name='tests')[1]}")
     return client
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from annotator.accounts.services import create_api_token
 from annotator.exports.models import ExportJob
 from annotator.studies.models import Item, Membership, Study
 from annotator.studies.services import add_member
@@ -68,7 +68,9 @@ def test_annotators_and_strangers_get_404_everywhere(client, world) -> None:  # 
         client.force_login(person)
         assert [client.get(url).status_code for url in urls] == [404] * len(urls)
         api = APIClient()
-        api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=person).key}")
+        api.credentials(
+            HTTP_AUTHORIZATION=f"Token {create_api_token(user=person, name='tests')[1]}"
+        )
         for url in (f"/api/studies/{world.study.pk}/exports/", f"/api/exports/{job.pk}/",
                     f"/api/exports/{job.pk}/download/", f"/api/studies/{world.study.pk}/analysis/"):  # fmt: skip
             assert api.get(url).status_code == 404, url
@@ -103,7 +105,9 @@ def test_adjudicator_sees_the_analysis_with_links_csv_and_flow(client, world) ->
 
 def test_api_starts_reads_and_downloads_an_export(world) -> None:  # type: ignore[no-untyped-def]
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=world.owner).key}")
+    api.credentials(
+        HTTP_AUTHORIZATION=f"Token {create_api_token(user=world.owner, name='tests')[1]}"
+    )
     created = api.post(
         f"/api/studies/{world.study.pk}/exports/",
         {"format": "jsonl", "screening": "relevant"},

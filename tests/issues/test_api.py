@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from annotator.accounts.services import create_api_token
 from annotator.issues.models import ImportJob
 from tests.factories import IssueCommentFactory, IssueFactory, RepositoryFactory, UserFactory
 from tests.issues.test_import_service import ISSUES
@@ -17,8 +17,8 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def api() -> APIClient:
     client = APIClient()
-    token = Token.objects.create(user=UserFactory())
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    _, secret = create_api_token(user=UserFactory(), name="tests")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {secret}")
     return client
 
 

@@ -1,0 +1,2 @@
+class TokenError(ValueError):
+    """Bad input for a token; the message names the field, as `field 'days': …`."""
