@@ -8,6 +8,7 @@ draft (which studies do not use, but tests may) or a re-published row is never s
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from threading import Lock
@@ -59,6 +60,16 @@ class CodebookSchema:
 
     def facet(self, facet_id: int) -> FacetNode | None:
         return next((f for f in self.facets if f.id == facet_id), None)
+
+    def codes(self, rows: Iterable[tuple[int, int]]) -> dict[str, list[str]]:
+        """(facet id, category id) rows as {facet key: sorted category codes}, the shape of the
+        audit trail's snapshots, without a query. The rows must fit this schema."""
+        keys = {f.id: f.key for f in self.facets}
+        code = {c.id: c.code for f in self.facets for c in f.categories}
+        labels: dict[str, list[str]] = {}
+        for key, value in sorted((keys[facet], code[category]) for facet, category in rows):
+            labels.setdefault(key, []).append(value)
+        return labels
 
 
 _cache: dict[tuple[int, datetime | None], CodebookSchema] = {}

@@ -10,8 +10,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotator.studies.codebook import codebook_schema
-from annotator.studies.models import Annotation, AnnotationLabel, Item, Study
+from annotator.studies.codebook import CodebookSchema, codebook_schema
+from annotator.studies.models import Annotation, Item, Study
 from taxonomy_app.models import Facet
 
 from ..errors import AdjudicationError, DecisionConflict, LabelErrors
@@ -22,26 +22,35 @@ from .history import record_change
 Source = Decision.Source
 
 
-@transaction.atomic
-def decide_item_if_complete(*, item: Item) -> Decision | None:
+# No savepoint of its own: it runs inside the submit's transaction, and a failure there fails
+# the submit; called alone, it gets a transaction.
+@transaction.atomic(savepoint=False)
+def decide_item_if_complete(*, item: Item, schema: CodebookSchema | None = None) -> Decision | None:
     """Once all k annotations of `item` are submitted: store its agreement and decide it where
     the rules allow (unanimous; majority when the study enables it and k ≥ 3); otherwise it
     waits in the disagreement queue. Called again after a re-submit, it re-applies the rules to
-    an automatic decision; a person's decision stands. Returns the item's decision, if any."""
-    row = Item.objects.filter(pk=item.pk).values(
-        "submitted_count", "quota", "study_id", "study__codebook_version_id"
-    )
+    an automatic decision; a person's decision stands. Returns the item's decision, if any.
+
+    `schema`, the study's codebook structure when the caller has it, spares reading the facets
+    (this runs inside every last submit of an item, so its queries count)."""
+    # The item's row lock serialises everything that decides it (the submits of its annotators,
+    # the adjudicator): the labels read below are then the last committed, not a stale mix.
+    row = Item.objects.select_for_update(of=("self",)).filter(pk=item.pk).values(
+        "submitted_count", "quota", "study_id", "study__codebook_version_id",
+        "study__adjudication__majority_rule",
+    )  # fmt: skip
     state = row.first()
     if state is None or state["submitted_count"] < state["quota"]:
         return None
-    facets = list(
-        Facet.objects.filter(version=state["study__codebook_version_id"])
-        .order_by("order", "pk")
-        .values_list("pk", flat=True)
-    )
-    majority = AdjudicationSettings.objects.filter(
-        study=state["study_id"], majority_rule=True
-    ).exists()
+    if schema is not None and schema.version_id == state["study__codebook_version_id"]:
+        facets = [f.id for f in schema.facets]
+    else:
+        facets = list(
+            Facet.objects.filter(version=state["study__codebook_version_id"])
+            .order_by("order", "pk")
+            .values_list("pk", flat=True)
+        )
+    majority = bool(state["study__adjudication__majority_rule"])
     outcome = rules.decide(submitted_label_sets(item.pk), facets, majority=majority)
     _store_agreement(item.pk, outcome)
     decision = Decision.objects.select_for_update().filter(item=item.pk).first()
@@ -58,24 +67,33 @@ def decide_item_if_complete(*, item: Item) -> Decision | None:
 
 
 def submitted_label_sets(item_id: int) -> list[dict[int, frozenset[int]]]:
-    """facet id → category ids, per submitted annotation of the item."""
-    ids = list(
-        Annotation.objects.filter(
-            assignment__item=item_id, status=Annotation.Status.SUBMITTED
-        ).values_list("pk", flat=True)
+    """facet id → category ids, per submitted annotation of the item (an annotation with no
+    label at all still counts, as an empty mapping)."""
+    rows = (
+        Annotation.objects.filter(assignment__item=item_id, status=Annotation.Status.SUBMITTED)
+        .order_by("pk")
+        .values_list("pk", "labels__facet_id", "labels__category_id")
     )
-    found: dict[int, dict[int, set[int]]] = {pk: {} for pk in ids}
-    rows = AnnotationLabel.objects.filter(annotation__in=ids).order_by()
-    for annotation, facet, category in rows.values_list("annotation_id", "facet_id", "category_id"):
-        found[annotation].setdefault(facet, set()).add(category)
+    found: dict[int, dict[int, set[int]]] = {}
+    for annotation, facet, category in rows:
+        sets = found.setdefault(annotation, {})
+        if facet is not None:
+            sets.setdefault(facet, set()).add(category)
     return [{f: frozenset(c) for f, c in sets.items()} for sets in found.values()]
 
 
 def _store_agreement(item_id: int, outcome: rules.Outcome) -> None:
-    row, _ = ItemAgreement.objects.update_or_create(
-        item_id=item_id, defaults={"value": max(0.0, min(1.0, outcome.agreement))}
+    """Insert or update the item's agreement row in one statement, then its facets."""
+    value = max(0.0, min(1.0, outcome.agreement))
+    (row,) = ItemAgreement.objects.bulk_create(
+        [ItemAgreement(item_id=item_id, value=value, computed_at=timezone.now())],
+        update_conflicts=True, unique_fields=["item"], update_fields=["value", "computed_at"],
+    )  # fmt: skip
+    through = ItemAgreement.disagreeing_facets.through
+    through.objects.filter(itemagreement_id=row.pk).delete()
+    through.objects.bulk_create(
+        through(itemagreement_id=row.pk, facet_id=facet) for facet in outcome.disagreeing
     )
-    row.disagreeing_facets.set(outcome.disagreeing)
 
 
 def _save_automatic(item_id: int, decision: Decision | None, outcome: rules.Outcome) -> Decision:
@@ -131,7 +149,9 @@ def adjudicate_item(
 
 
 def _claim(item: Item, version: int, values: dict[str, Any]) -> Decision:
-    """Write the decision row only if it is still at `version` (compare-and-set)."""
+    """Write the decision row only if it is still at `version` (compare-and-set), under the
+    item's row lock, as `decide_item_if_complete` takes it."""
+    Item.objects.select_for_update().filter(pk=item.pk).values_list("pk").first()
     if version == 0:
         try:
             with transaction.atomic():

@@ -17,15 +17,22 @@ Snapshot = dict[str, Any]
 
 
 def record_change(
-    *, user: Any, annotation: Annotation | None = None, item: Item | None = None
+    *,
+    user: Any,
+    annotation: Annotation | None = None,
+    item: Item | None = None,
+    labels: dict[str, list[str]] | None = None,
 ) -> Change | None:
     """Record the current state of `annotation`, or (given `item` alone) of the item's decision
     (None after it was withdrawn), if it differs from the last recorded state. Returns the new
-    Change, or None when nothing changed. Call it inside the writing transaction."""
+    Change, or None when nothing changed. Call it inside the writing transaction.
+
+    `labels`, when the writer has them at hand ({facet key: sorted codes}, as just written),
+    spare reading them back."""
     after: Snapshot | None
     if annotation is not None:
         item_id = annotation.assignment.item_id
-        after = annotation_snapshot(annotation)
+        after = annotation_snapshot(annotation, labels=labels)
         last = Change.objects.filter(annotation=annotation)
         subject = Change.Subject.ANNOTATION
     elif item is not None:
@@ -44,12 +51,16 @@ def record_change(
     )  # fmt: skip
 
 
-def annotation_snapshot(annotation: Annotation) -> Snapshot:
-    rows = AnnotationLabel.objects.filter(annotation=annotation)
+def annotation_snapshot(
+    annotation: Annotation, *, labels: dict[str, list[str]] | None = None
+) -> Snapshot:
+    if labels is None:
+        rows = AnnotationLabel.objects.filter(annotation=annotation)
+        labels = _codes(rows.values_list("facet__key", "category__code"))
     return {
         "annotator": annotation.assignment.annotator.get_username(),
         "status": annotation.status,
-        "labels": _codes(rows.values_list("facet__key", "category__code")),
+        "labels": labels,
         "notes": annotation.notes,
     }
 

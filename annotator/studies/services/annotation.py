@@ -69,8 +69,8 @@ def submit_annotation(
         Item.objects.filter(pk=assignment.item_id).update(submitted_count=F("submitted_count") + 1)
         on_round_progress(item_id=assignment.item_id)  # a complete round gets its agreement run
     # The item's history, and its decision once all k annotations are in (adjudication).
-    record_change(annotation=annotation, user=user)
-    decide_item_if_complete(item=assignment.item)
+    record_change(annotation=annotation, user=user, labels=schema.codes(rows))
+    decide_item_if_complete(item=assignment.item, schema=schema)
     return annotation
 
 
@@ -99,15 +99,25 @@ def validate_labels(
 def _write(
     assignment: Assignment, rows: list[tuple[int, int]], notes: str, seconds: int, status: str
 ) -> Annotation:
-    values: dict[str, Any] = {
-        "codebook_version_id": assignment.item.study.codebook_version_id,
-        "status": status,
-        "notes": notes.strip(),
-        "seconds_spent": max(0, min(int(seconds), MAX_SECONDS)),
-    }
+    """Insert or update the assignment's annotation in one statement (INSERT … ON CONFLICT),
+    then replace its labels. A draft keeps the time of an earlier submit, if any."""
+    now = timezone.now()
+    annotation = Annotation(
+        assignment=assignment,
+        codebook_version_id=assignment.item.study.codebook_version_id,
+        status=status,
+        notes=notes.strip(),
+        seconds_spent=max(0, min(int(seconds), MAX_SECONDS)),
+        created_at=now,
+        updated_at=now,
+        submitted_at=now if status == Annotation.Status.SUBMITTED else None,
+    )
+    update = ["codebook_version", "status", "notes", "seconds_spent", "updated_at"]
     if status == Annotation.Status.SUBMITTED:
-        values["submitted_at"] = timezone.now()
-    annotation, _ = Annotation.objects.update_or_create(assignment=assignment, defaults=values)
+        update.append("submitted_at")
+    (annotation,) = Annotation.objects.bulk_create(
+        [annotation], update_conflicts=True, unique_fields=["assignment"], update_fields=update
+    )
     AnnotationLabel.objects.filter(annotation=annotation).delete()
     AnnotationLabel.objects.bulk_create(
         AnnotationLabel(annotation=annotation, facet_id=facet, category_id=category)

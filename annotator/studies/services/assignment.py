@@ -88,16 +88,26 @@ def skip_assignment(*, assignment: Assignment, user: Any, reason: str) -> Assign
 
 
 def lock_assignment(assignment: Assignment, user: Any) -> Assignment:
-    """The assignment row locked for update, with its item and study; only its annotator may
-    write to it."""
-    locked = (
-        Assignment.objects.select_for_update(of=("self",))
-        .select_related("item__study__codebook_version", "item__issue")
-        .get(pk=assignment.pk)
+    """`assignment` with its row locked for update and its status re-read under the lock; only
+    its annotator may write to it. The lock reads one row, without joins: the caller's object
+    keeps the item and study it was loaded with (they are loaded here if it was not)."""
+    row = (
+        Assignment.objects.select_for_update()
+        .filter(pk=assignment.pk)
+        .values_list("annotator_id", "status")
+        .first()
     )
-    if locked.annotator_id != user.pk:
+    if row is None:
+        raise Assignment.DoesNotExist(f"assignment {assignment.pk} no longer exists")
+    annotator_id, status = row
+    if annotator_id != user.pk:
         raise StudyError("this item is assigned to someone else")
-    return locked
+    if not Assignment.item.is_cached(assignment):  # type: ignore[attr-defined]
+        assignment = Assignment.objects.select_related(
+            "item__study__codebook_version", "item__issue"
+        ).get(pk=assignment.pk)
+    assignment.annotator, assignment.status = user, status
+    return assignment
 
 
 def reclaim_if_expired(assignment: Assignment) -> None:

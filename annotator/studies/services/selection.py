@@ -6,7 +6,7 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max
 
 from annotator.issues.models import ISSUE_FILTERS, Issue, Repository
@@ -98,3 +98,13 @@ def _add_items(study: Study, round: Round, issue_ids: list[int], seed: int) -> N
         Item(study=study, round=round, issue_id=pk, position=start + i, quota=quota)
         for i, pk in enumerate(sampling.shuffled(issue_ids, seed))
     )
+    if issue_ids and connection.vendor == "postgresql":
+        # Fresh statistics, so that "next item" uses the pool index at once. With the estimate
+        # of an empty table, PostgreSQL sorted every item of the study on each request
+        # (6 ms at 3,000 items, 0.05 ms with the index) until autovacuum came by.
+        transaction.on_commit(_analyze_items, robust=True)
+
+
+def _analyze_items() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(f'ANALYZE "{Item._meta.db_table}"')
