@@ -5,9 +5,11 @@ with DATABASE_URL and REDIS_URL it uses PostgreSQL, Redis and a separate Celery 
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -58,6 +60,8 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_htmx",
     "template_partials",
+    "csp",
+    "axes",
     "annotator.apps.AnnotatorConfig",
     "annotator.accounts",
     "annotator.issues",
@@ -71,6 +75,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -81,6 +86,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
 ]
 
+    # Last, as django-axes asks: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ROOT_URLCONF = "annotator.urls"
 FORM_RENDERER = "annotator.renderers.FormRenderer"
 WSGI_APPLICATION = "annotator.wsgi.application"
@@ -125,6 +132,23 @@ LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
+# Login throttling (django-axes): a username tried from one address is locked out after
+# LOGIN_FAILURE_LIMIT wrong passwords for LOGIN_LOCKOUT_MINUTES, counted in the database. The
+# axes backend comes first so a locked-out login stops before any password is checked; it needs
+# the request, so code that logs people in calls authenticate(request, ...). API tokens and
+# sessions never call authenticate() and are not throttled.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# Attempts while locked are refused without being counted, so the lock ends when the page says.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+
 USE_I18N = True
 USE_TZ = True
 
@@ -171,8 +195,36 @@ CACHES = {
 # to the database. Without Redis each process would hold its own copy, and a logout in one
 # process would not reach the others, so sessions then stay in the database alone.
 SESSION_ENGINE = (
+# Lax, not Strict: a link from a mail or the tracker to a study page must arrive logged in.
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
     "django.contrib.sessions.backends.cached_db"
     if REDIS_URL
+# Content-Security-Policy (django-csp), enforced in every mode, so development and tests meet
+# what production serves: scripts and styles only from our static files, no inline code or
+# handlers (htmx is told neither to inject its indicator <style> nor to eval: templates/base.html).
+# Issue bodies keep their screenshots (annotator/issues/rendering.py allows http(s) <img>), so
+# the image hosts GitHub uses are allowed, for images alone. /api/docs/ widens the policy for
+# itself only (annotator/urls.py).
+CSP_IMAGE_HOSTS = env_list(
+    "ANNOTATOR_CSP_IMAGE_HOSTS", "https://github.com,https://*.githubusercontent.com"
+)
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:", *CSP_IMAGE_HOSTS],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+
     else "django.contrib.sessions.backends.db"
 )
 

@@ -1,8 +1,23 @@
+from csp.constants import UNSAFE_INLINE
+from csp.decorators import csp_update
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.settings import spectacular_settings
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+
+# Swagger UI loads its bundle from a CDN and styles itself with inline styles. The split view
+# serves its start-up script as a file, so only this page widens the policy: the CDN for scripts,
+# styles and images, inline styles; never inline scripts.
+_SWAGGER_CDN = "/".join(spectacular_settings.SWAGGER_UI_DIST.split("/")[:3])
+api_docs = csp_update(
+    {
+        "script-src": [_SWAGGER_CDN],
+        "style-src": [_SWAGGER_CDN, UNSAFE_INLINE],
+        "img-src": [_SWAGGER_CDN],
+    }
+)(SpectacularSwaggerSplitView.as_view(url_name="api-schema"))
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="issues:list"), name="home"),
@@ -24,5 +39,5 @@ urlpatterns = [
     path("api/", include("annotator.exports.api_urls")),
     path("api/", include("annotator.accounts.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/docs/", api_docs, name="api-docs"),
 ]

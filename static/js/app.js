@@ -1,6 +1,7 @@
 // Keyboard shortcuts shared by every page. Each page lists the ones it offers.
 //   /      focus the search box
 //   j / k  move to the next / previous row of a list (Enter opens it)
+// A link or button marked data-print prints the page (no inline onclick: the CSP forbids it).
 // And focus for swapped-in forms: an element marked data-autofocus gets focus once, when it
 // arrives (page load or htmx swap). The HTML autofocus attribute is not used there: Chromium
 // applies it a frame later, stealing focus from whatever the user has started typing in.
@@ -28,6 +29,10 @@
     links[next].focus();
     links[next].closest("tr").scrollIntoView({ block: "nearest" });
   }
+  document.addEventListener("click", function (event) {
+    var trigger = event.target.closest && event.target.closest("[data-print]");
+    if (trigger) { event.preventDefault(); window.print(); }
+  });
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
     if (event.key === "/") {
