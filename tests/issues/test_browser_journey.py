@@ -37,6 +37,7 @@ def test_researcher_logs_in_searches_reads_a_log_and_uploads(
     page.keyboard.type("NCCL")  # results follow the typing; no Enter needed
     expect(page.locator(".count")).to_contain_text("matching “NCCL”")
     expect(page).to_have_url(re.compile(r"q=NCCL"))
+    expect(page.locator("#issue-results")).to_have_count(1)  # swapped, not nested in itself
     page.locator("h1").click()
     page.keyboard.press("j")
     expect(page.locator("[data-row-link]").first).to_be_focused()
