@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "django.forms",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "template_partials",
     "csp",
@@ -307,3 +308,6 @@ LOGGING = {
         # Two models have a "state"; the issue's keeps the name it had.
         "StateEnum": "annotator.issues.models.Issue.State",
         "ApiTokenStateEnum": "annotator.accounts.models.ApiToken.State",
+    # Swagger UI from our own static files (drf-spectacular-sidecar), not a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
