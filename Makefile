@@ -49,7 +49,8 @@ lint: venv
 	  annotator/exports/writers.py annotator/exports/spreadsheets.py
 
 # Scale checks (benchmarks/README.md); each drops and recreates its own *_bench* database.
-BENCHES := import_issues agreement_stats agreement_run export_writers export_run labeling_load
+BENCHES := import_issues agreement_stats agreement_run export_writers export_run labeling_load \
+  study_load
 
 bench: venv
 	@for bench in $(BENCHES); do \

@@ -16,6 +16,7 @@ from .studies import (
     create_member_account,
     create_round,
     create_study,
+    round_for_selection,
     update_study,
 )
 
@@ -34,6 +35,7 @@ __all__ = [
     "preview_selection",
     "propose_category",
     "release_stale_assignments",
+    "round_for_selection",
     "save_draft",
     "select_issues",
     "skip_assignment",

@@ -122,6 +122,25 @@ def create_round(*, study: Study, kind: str = Round.Kind.MAIN) -> Round:
     return Round.objects.create(study=study, number=last + 1, kind=kind)
 
 
+@transaction.atomic
+def round_for_selection(*, study: Study, kind: str) -> Round:
+    """The round that "add issues to a new round" fills: the study's round 1 while it is still
+    empty, taking `kind`, else the study's next round. Every study starts with an empty main
+    round 1; a study that begins with calibration would otherwise keep it, empty, before its
+    calibration round (numbered 2 in exports and reports)."""
+    if kind not in Round.Kind.values:
+        raise StudyError(f"field 'kind': choose one of {', '.join(Round.Kind.values)}")
+    Study.objects.select_for_update().get(pk=study.pk)
+    rounds = list(study.rounds.order_by("number")[:2])
+    if len(rounds) == 1 and not rounds[0].items.exists():
+        first = rounds[0]
+        if first.kind != kind:
+            first.kind = kind
+            first.save(update_fields=["kind"])
+        return first
+    return create_round(study=study, kind=kind)
+
+
 def item_quota(study: Study, round: Round) -> int:
     """How many annotators an item of `round` needs: k, or every annotator in calibration."""
     if round.kind == Round.Kind.CALIBRATION:

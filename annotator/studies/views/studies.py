@@ -157,7 +157,7 @@ def _select(request: HttpRequest, study: object, form: SelectionForm) -> HttpRes
     data = form.cleaned_data
     choice = data["round"]
     if choice in NEW_ROUND:
-        round = services.create_round(study=study, kind=NEW_ROUND[choice])  # type: ignore[arg-type]
+        round = services.round_for_selection(study=study, kind=NEW_ROUND[choice])  # type: ignore[arg-type]
     else:
         round = Round.objects.get(study=study, pk=int(choice))
     selection = services.select_issues(
