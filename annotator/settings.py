@@ -173,6 +173,19 @@ WHITENOISE_USE_FINDERS = not SECURE
 IMPORT_MAX_BYTES = env_int("ANNOTATOR_IMPORT_MAX_MB", 200) * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+# Every upload passes annotator/uploads.py: each kind's limit holds while the request streams in
+# (the handler below), and XLSX workbooks, being zip archives, are capped inflated too.
+WORKBOOK_MAX_BYTES = env_int("ANNOTATOR_WORKBOOK_MAX_MB", 20) * 1024 * 1024
+CODEBOOK_MAX_BYTES = env_int("ANNOTATOR_CODEBOOK_MAX_MB", 5) * 1024 * 1024
+XLSX_MAX_INFLATED_BYTES = env_int("ANNOTATOR_XLSX_MAX_INFLATED_MB", 200) * 1024 * 1024
+XLSX_MAX_RATIO = env_int("ANNOTATOR_XLSX_MAX_RATIO", 100)
+# Any other route taking a file (annotator/upload_handling.py: ROUTE_KINDS lists the kinds).
+UPLOAD_MAX_BYTES = env_int("ANNOTATOR_UPLOAD_MAX_MB", 2048) * 1024 * 1024
+FILE_UPLOAD_HANDLERS = [
+    "annotator.upload_handling.LimitedUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 
 # Production hardening; `manage.py check --deploy` is clean when DJANGO_SECURE=1.
 SESSION_COOKIE_SECURE = SECURE
@@ -303,6 +316,8 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
+# …and checks codebook uploads through this one (taxonomy_app/uploads.py).
+TAXONOMY_UPLOAD_CHECK = "annotator.upload_handling.check_codebook_upload"
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
 }
         # Two models have a "state"; the keeps the name it had.

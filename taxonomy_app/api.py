@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from django.db.models import Prefetch, QuerySet
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
+from django.utils.http import content_disposition_header
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
@@ -182,7 +183,8 @@ def export_response(version: CodebookVersion, fmt: str) -> HttpResponse:
     content_type = "application/json" if fmt == "json" else "application/yaml"
     response = HttpResponse(text, content_type=f"{content_type}; charset=utf-8")
     name = f"{version.codebook.slug}-v{version.number}.{fmt}"
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    # Django's builder quotes the name, or sends it as filename*= when it is not plain ASCII.
+    response["Content-Disposition"] = content_disposition_header(True, name)
     return response
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+import reprlib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -76,6 +77,21 @@ class CodebookSpec:
 # Reading -------------------------------------------------------------------------------------
 
 
+class _SafeLoaderWithoutAliases(yaml.SafeLoader):
+    """yaml.safe_load's loader, refusing aliases (*name): nine aliases of nine aliases… build
+    a value of 9**9 strings from a few hundred bytes ("billion laughs"), which any later walk
+    or message would expand. A codebook needs none; the exporter writes none (_Dumper)."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event: Any = self.peek_event()  # type: ignore[no-untyped-call]
+            raise CodebookFormatError(
+                f"not valid YAML at line {event.start_mark.line + 1}: aliases such as "
+                f"*{event.anchor} are not accepted in a codebook"
+            )
+        return super().compose_node(parent, index)
+
+
 def load_document(data: bytes | str, fmt: str = "auto") -> Any:
     """Decode JSON or YAML text (fmt "json", "yaml" or "auto": JSON when it starts with "{")."""
     try:
@@ -91,8 +107,12 @@ def load_document(data: bytes | str, fmt: str = "auto") -> Any:
             raise CodebookFormatError(
                 f"not valid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
             ) from error
+        except RecursionError:
+            raise CodebookFormatError("not valid JSON: nested too deeply") from None
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_SafeLoaderWithoutAliases)  # a SafeLoader, as safe_load
+    except RecursionError:
+        raise CodebookFormatError("not valid YAML: nested too deeply") from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -218,7 +238,8 @@ def _text(raw: Mapping[str, Any], field: str, where: str, *, required: bool = Fa
             raise CodebookFormatError(f"{where}: field {field!r}: missing")
         return ""
     if not isinstance(value, str):
-        raise CodebookFormatError(f"{where}: field {field!r}: expected text, got {value!r}")
+        got = reprlib.repr(value)  # bounded: the value may be huge
+        raise CodebookFormatError(f"{where}: field {field!r}: expected text, got {got}")
     if field == "name" and len(value.strip()) > NAME_LIMIT:
         raise CodebookFormatError(f"{where}: field 'name': longer than {NAME_LIMIT} characters")
     return value.strip()
@@ -285,7 +306,11 @@ def _category_document(category: CategorySpec) -> dict[str, Any]:
 
 
 class _Dumper(yaml.SafeDumper):
-    """Writes multi-line text as literal blocks, so a YAML export reads like the guideline."""
+    """Writes multi-line text as literal blocks, so a YAML export reads like the guideline,
+    and never an alias: the reader refuses them."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def _represent_text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

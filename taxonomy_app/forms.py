@@ -9,6 +9,7 @@ from django import forms
 from django.db.models import QuerySet
 
 from .models import Category, Codebook, Facet
+from .uploads import check_upload
 
 TEXTAREA = {"rows": 3}
 FIELD_IN_MESSAGE = re.compile(r"^(?:\w+: )?field '(\w+)': (.*)$")
@@ -38,12 +39,12 @@ class ImportForm(forms.Form):
     )
     publish = forms.BooleanField(required=False, help_text="Publish the imported version.")
 
-    MAX_BYTES = 5 * 1024 * 1024
-
     def clean_file(self) -> Any:
         uploaded = self.cleaned_data["file"]
-        if uploaded.size > self.MAX_BYTES:
-            raise forms.ValidationError(f"{uploaded.name} is larger than 5 MB.")
+        try:
+            check_upload(uploaded)  # size, name and content: taxonomy_app/uploads.py
+        except ValueError as error:
+            raise forms.ValidationError(f"{error}. Nothing was imported.") from None
         return uploaded
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from .models import Category, Codebook, CodebookVersion, Facet, Proposal
+from .uploads import check_text, check_upload
 
 
 class CategoryOutput(serializers.ModelSerializer):
@@ -73,6 +74,14 @@ class ImportInput(serializers.Serializer):
     def validate(self, attrs: dict) -> dict:  # type: ignore[type-arg]
         if bool(attrs.get("file")) == bool(attrs.get("content")):
             raise serializers.ValidationError("send either `file` or `content`")
+        try:  # size, name and content: taxonomy_app/uploads.py
+            if attrs.get("file"):
+                check_upload(attrs["file"])
+            else:
+                check_text(attrs["content"], attrs.get("format", "auto"))
+        except ValueError as error:
+            field = "file" if attrs.get("file") else "content"
+            raise serializers.ValidationError({field: str(error)}) from None
         return attrs
 
 

@@ -6,6 +6,7 @@ from django import forms
 
 from annotator.adjudication.models import Decision
 from annotator.studies.models import Study
+from annotator.upload_handling import UploadRefused, accept_upload
 from taxonomy_app.models import CodebookVersion
 
 from .models import ExportJob
@@ -63,7 +64,12 @@ class UploadForm(forms.Form):
             raise forms.ValidationError(
                 "Choose a study, or name a new study and choose its codebook version."
             )
-        upload = data.get("file")
-        if upload is not None and not upload.name.lower().endswith(".xlsx"):
-            self.add_error("file", "Upload an .xlsx workbook.")
         return data
+
+    def clean_file(self) -> Any:
+        upload = self.cleaned_data["file"]
+        try:
+            accept_upload(upload, "workbook")  # size, sniffing, zip and XML: annotator/uploads.py
+        except UploadRefused as error:
+            raise forms.ValidationError(f"{error}. Nothing was imported.") from None
+        return upload

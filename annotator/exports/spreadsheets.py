@@ -17,7 +17,6 @@ Bad input raises `SpreadsheetError`, whose message names the sheet, row and colu
 from __future__ import annotations
 
 import re
-import zipfile
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from annotator.exports.matching import (
     match_values,
     normalise,
 )
+from annotator.uploads import UploadRefused, ZipLimits, check_xlsx
 
 __all__ = [
     "Matching",
@@ -129,30 +129,13 @@ def _raw(value: Any) -> str | None:
 
 
 def _check_archive(path: Path) -> None:
-    """Refuse what is not an XLSX, or inflates beyond the limits (zip bombs), before parsing."""
-    if not zipfile.is_zipfile(path):
-        raise SpreadsheetError(f"{path.name} is not an .xlsx workbook (not a zip archive)")
+    """Refuse what is not an XLSX, inflates beyond the limits (zip bombs), has unsafe member
+    names or declares XML entities (annotator/uploads.py), before openpyxl parses anything."""
+    limits = ZipLimits(max_inflated=MAX_UNCOMPRESSED_BYTES, max_ratio=MAX_COMPRESSION_RATIO)
     try:
-        with zipfile.ZipFile(path) as archive:
-            members = archive.infolist()
-    except (zipfile.BadZipFile, OSError) as error:
-        raise SpreadsheetError(f"{path.name} is not a readable .xlsx workbook: {error}") from None
-    if "xl/workbook.xml" not in {m.filename for m in members}:
-        raise SpreadsheetError(f"{path.name} is a zip archive but not an .xlsx workbook")
-    total = sum(m.file_size for m in members)
-    if total > MAX_UNCOMPRESSED_BYTES:
-        raise SpreadsheetError(
-            f"{path.name} inflates to {total:,} bytes, over the limit of "
-            f"{MAX_UNCOMPRESSED_BYTES:,}: split the workbook"
-        )
-    for m in members:
-        if m.file_size > 1_000_000 and m.file_size > MAX_COMPRESSION_RATIO * max(
-            m.compress_size, 1
-        ):
-            raise SpreadsheetError(
-                f"{path.name}: {m.filename} inflates {m.file_size // max(m.compress_size, 1)} times"
-                f" (limit {MAX_COMPRESSION_RATIO}): refusing a likely zip bomb"
-            )
+        check_xlsx(path, path.name, limits)
+    except UploadRefused as error:
+        raise SpreadsheetError(str(error)) from None
 
 
 def _open(path: str | Path) -> Any:

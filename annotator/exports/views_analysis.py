@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 
 from annotator.studies.models import Item
+from annotator.uploads import content_disposition
 
 from .access import study_for_export
 from .analysis import analysis_tables, flow_facets, flow_links, study_final_labels
@@ -52,7 +53,7 @@ def analysis(request: HttpRequest, study_id: int) -> HttpResponse:
         table = next((t for t in tables if t.id == wanted), None)
         if table is not None:
             response = HttpResponse(table.csv(), content_type="text/csv; charset=utf-8")
-            response["Content-Disposition"] = f'attachment; filename="{study.pk}-{table.id}.csv"'
+            response["Content-Disposition"] = content_disposition(f"{study.pk}-{table.id}.csv")
             return response
     link = _issues_url(study.pk, filters)
     columns = flow_facets(data)

@@ -19,6 +19,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from annotator.studies.models import Membership, Study
+from annotator.upload_handling import store_upload
 from taxonomy_app.models import CodebookVersion, Facet
 
 from .forms import UploadForm
@@ -58,7 +59,8 @@ def prior_upload(request: HttpRequest) -> HttpResponse:
     form = UploadForm(request.POST or None, request.FILES or None, user=request.user)
     if request.method == "POST" and form.is_valid():
         token = secrets.token_urlsafe(12)
-        name = default_storage.save(f"prior-labels/{token}.xlsx", form.cleaned_data["file"])
+        upload = form.cleaned_data["file"]
+        name = store_upload(upload, directory="prior-labels", kind_name="workbook")
         try:
             info = inspect_workbook(default_storage.path(name))
         except SpreadsheetError as error:
@@ -67,7 +69,7 @@ def prior_upload(request: HttpRequest) -> HttpResponse:
         else:
             study, version = form.cleaned_data["study"], form.cleaned_data["codebook_version"]
             _save(request, token, {
-                "file": name, "filename": form.cleaned_data["file"].name,
+                "file": name, "filename": upload.name,
                 "study": study.pk if study else None, "study_name": form.cleaned_data["study_name"],
                 "version": version.pk if version else None,
                 "sheets": [{"name": s.name, "columns": list(s.columns), "rows": s.rows,

@@ -1,6 +1,6 @@
 from django import forms
-from django.conf import settings
-from django.template.defaultfilters import filesizeformat
+
+from annotator.upload_handling import UploadRefused, accept_upload
 
 from .formats import FORMATS
 
@@ -22,11 +22,10 @@ class ImportForm(forms.Form):
 
     def clean_file(self):  # type: ignore[no-untyped-def]
         uploaded = self.cleaned_data["file"]
-        if uploaded.size == 0:
-            raise forms.ValidationError(f"{uploaded.name} is empty.")
-        if uploaded.size > settings.IMPORT_MAX_BYTES:
-            limit = filesizeformat(settings.IMPORT_MAX_BYTES)
-            raise forms.ValidationError(f"{uploaded.name} is larger than the limit of {limit}.")
+        try:
+            accept_upload(uploaded, "issues")  # size, name and every byte: annotator/uploads.py
+        except UploadRefused as error:
+            raise forms.ValidationError(f"{error}. Nothing was imported.") from None
         return uploaded
 
 
