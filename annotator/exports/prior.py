@@ -31,7 +31,7 @@ from annotator.studies.models import (
     Round,
     Study,
 )
-from annotator.studies.services import add_member, create_round, create_study
+from annotator.studies.services import add_member, create_study, round_for_selection
 from taxonomy_app.models import Category, CodebookVersion, Facet, Proposal
 
 from .matching import Matching, match_values
@@ -165,7 +165,7 @@ def import_prior_labels(
         study = create_study(name=study_name, codebook_version=codebook_version, owner=user)
     review = review_prior_labels(path=path, mapping=mapping, version=study.codebook_version)
     values = resolve_values(review, choices)
-    round = _new_round(study)
+    round = round_for_selection(study=study, kind=Round.Kind.CALIBRATION)
     result = PriorImportResult(study=study, round=round)
     writer = _Writer(study, round, values, result, filename or path.name)
     writer.members(review.labels, users or {}, user)
@@ -174,16 +174,6 @@ def import_prior_labels(
     writer.decisions(review.labels, user)
     writer.proposals(review, user)
     return result
-
-
-def _new_round(study: Study) -> Round:
-    """The study's round 1 while it is still empty (a new study), else a new round."""
-    first = study.rounds.order_by("number").first()
-    if first is not None and study.rounds.count() == 1 and not first.items.exists():
-        Round.objects.filter(pk=first.pk).update(kind=Round.Kind.CALIBRATION)
-        first.kind = Round.Kind.CALIBRATION
-        return first
-    return create_round(study=study, kind=Round.Kind.CALIBRATION)
 
 
 class _Writer:
