@@ -10,7 +10,9 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 # from the split view as a file, so the page needs no CDN and no inline script; React styles it
 # with style attributes, so this page alone allows inline styles.
 api_docs = csp_update({"style-src": [UNSAFE_INLINE]})(
-    SpectacularSwaggerSplitView.as_view(url_name="api-schema")
+    # GET and HEAD only: DRF would answer OPTIONS through the page's HTML renderer, which has
+    # no template for it (a 500); tests/security/test_permission_matrix.py probes every method.
+    SpectacularSwaggerSplitView.as_view(url_name="api-schema", http_method_names=["get", "head"])
 )
 
 urlpatterns = [

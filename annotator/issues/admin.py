@@ -50,6 +50,11 @@ class SyncStateAdmin(admin.ModelAdmin):
     list_select_related = ["repository"]
     readonly_fields = ["repository", "etags", "next_url", "run_since", "run_started_at"]
 
+    def has_add_permission(self, request: object) -> bool:
+        # The repository is read-only, so an "add" would save a row without one and fail in
+        # the database (a 500). A sync creates its state (sync.py).
+        return False
+
 
 @admin.register(SyncJob)
 class SyncJobAdmin(admin.ModelAdmin):

@@ -35,6 +35,11 @@ class SelectionAdmin(admin.ModelAdmin):
     list_display = ["study", "round", "matched", "sample_size", "seed", "added", "created_at"]
     readonly_fields = [f.name for f in Selection._meta.fields]
 
+    def has_add_permission(self, request: object) -> bool:
+        # Every field is read-only: an "add" would save an empty row and fail in the database
+        # (a 500). Selections are written by services.select_issues only.
+        return False
+
 
 @admin.register(Item)
 class ItemAdmin(admin.ModelAdmin):
@@ -52,6 +57,10 @@ class AssignmentAdmin(admin.ModelAdmin):
     list_filter = ["status"]
     list_select_related = ["item", "annotator"]
     readonly_fields = [f.name for f in Assignment._meta.fields]
+
+    def has_add_permission(self, request: object) -> bool:
+        # As for selections: assignments come from services.next_assignment only.
+        return False
 
 
 class AnnotationLabelInline(admin.TabularInline):
