@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, status
 from rest_framework.request import Request
@@ -24,13 +24,20 @@ from .models import Proposal
     ]
 )
 class ProposalListApi(generics.ListCreateAPIView):
-    """Proposals, newest first; POST records a new one (any annotator)."""
+    """Proposals, newest first: all of the codebooks the caller owns, and the caller's own
+    elsewhere (a proposal names an issue and a category: annotators stay blind to each
+    other's); POST records a new one (any annotator)."""
 
     serializer_class = s.ProposalOutput
 
     def get_queryset(self) -> QuerySet[Proposal]:
         params = self.request.query_params
         proposals = Proposal.objects.select_related("facet")
+        user = self.request.user
+        if not user.is_staff:
+            proposals = proposals.filter(
+                Q(proposed_by=user.pk) | Q(facet__version__codebook__created_by=user.pk)
+            )
         if params.get("codebook", "").isdigit():
             proposals = proposals.filter(facet__version__codebook_id=int(params["codebook"]))
         if params.get("facet"):

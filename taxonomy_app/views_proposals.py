@@ -18,7 +18,9 @@ from .views import posted, require_owner
 @require_http_methods(["GET", "POST"])
 def proposal_list(request: HttpRequest, pk: int) -> HttpResponse:
     """Open proposals first with their resolve forms, then the resolved ones; anyone can
-    propose with the form at the bottom."""
+    propose with the form at the bottom. Owners see every proposal; anyone else only their own,
+    since a proposal names the issue and the category an annotator had in mind (blind
+    labeling: another annotator of the same item must not read it)."""
     codebook = get_object_or_404(Codebook, pk=pk)
     version = codebook.latest_published() or codebook.draft()
     facets = Facet.objects.filter(version=version)
@@ -34,6 +36,8 @@ def proposal_list(request: HttpRequest, pk: int) -> HttpResponse:
     proposals = Proposal.objects.filter(facet__version__codebook=codebook).select_related(
         "facet", "parent", "resolved_to", "proposed_by", "resolved_by"
     )
+    if not codebook.can_edit(request.user):
+        proposals = proposals.filter(proposed_by=request.user.pk)
     open_ = [
         (p, ResolveForm(facet=p.facet, prefix=f"p{p.pk}")) for p in proposals if p.status == "open"
     ]

@@ -92,3 +92,29 @@ def test_counts_per_facet_include_proposals_and_other_labels(v1, proposal, label
     assert (symptom.open, symptom.rejected, symptom.total, symptom.other_labels) == (1, 1, 2, 2)
     assert (counts["fix"].open, counts["screening"].total) == (1, 0)
     assert Proposal.objects.count() == 3
+
+
+def test_only_owners_and_the_proposer_read_a_proposal(v1, proposal, owner, user, client):  # type: ignore[no-untyped-def]
+    """A proposal names an issue and the category its annotator had in mind: another annotator
+    of the same issue must not read it (blind labeling), on the page or through the API."""
+    from django.contrib.auth import get_user_model
+    from django.urls import reverse
+    from rest_framework.test import APIClient
+
+    other = get_user_model().objects.create_user("other-annotator")
+    page = reverse("taxonomy:proposals", args=[v1.codebook_id])
+    seen = {}
+    for person in (owner, user, other):
+        client.force_login(person)
+        api = APIClient()
+        api.force_authenticate(person)
+        listed = api.get("/api/proposals/", {"codebook": v1.codebook_id}).json()["results"]
+        seen[person.username] = (
+            "SIGBUS on NVMe offload." in client.get(page).content.decode(),
+            [p["name"] for p in listed],
+        )
+    assert seen == {
+        owner.username: (True, ["Bus error"]),
+        user.username: (True, ["Bus error"]),
+        "other-annotator": (False, []),
+    }
