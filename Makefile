@@ -46,7 +46,10 @@ lint: venv
 	$(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null
 	$(BIN)/mypy annotator/jobs.py annotator/issues/formats.py annotator/issues/rendering.py \
 	  annotator/issues/services.py annotator/issues/writer.py annotator/agreement \
-	  annotator/exports/writers.py annotator/exports/spreadsheets.py
+	  annotator/exports/writers.py annotator/exports/spreadsheets.py annotator/uploads.py \
+	  annotator/upload_handling.py annotator/backup annotator/job_sweep.py annotator/dispatch.py \
+	  annotator/cache.py annotator/middleware.py annotator/accounts/tokens.py \
+	  annotator/accounts/services.py
 
 # Scale checks (benchmarks/README.md); each drops and recreates its own *_bench* database.
 BENCHES := import_issues agreement_stats agreement_run export_writers export_run labeling_load \

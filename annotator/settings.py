@@ -70,25 +70,27 @@ INSTALLED_APPS = [
     "annotator.adjudication",
     "annotator.agreement",
     "annotator.exports",
+    "annotator.backup",
     "taxonomy_app",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
     "csp.middleware.CSPMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "annotator.middleware.DatabaseUnavailableMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
-]
-
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
+]
+
 ROOT_URLCONF = "annotator.urls"
 FORM_RENDERER = "annotator.renderers.FormRenderer"
 WSGI_APPLICATION = "annotator.wsgi.application"
@@ -119,6 +121,10 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # A database that accepts no connection fails the request within seconds (a 503 page,
+    # annotator/middleware.py) instead of after the system's TCP timeout of minutes.
+    DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = 3
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -131,8 +137,6 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "issues:list"
 LOGOUT_REDIRECT_URL = "login"
 
-LANGUAGE_CODE = "en-us"
-TIME_ZONE = "UTC"
 # Login throttling (django-axes): a username tried from one address is locked out after
 # LOGIN_FAILURE_LIMIT wrong passwords for LOGIN_LOCKOUT_MINUTES, counted in the database. The
 # axes backend comes first so a locked-out login stops before any password is checked; it needs
@@ -150,6 +154,8 @@ AXES_RESET_ON_SUCCESS = True
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
@@ -171,8 +177,6 @@ WHITENOISE_USE_FINDERS = not SECURE
 
 # Uploads: the import service streams the file from disk, so keep request bodies in memory small.
 IMPORT_MAX_BYTES = env_int("ANNOTATOR_IMPORT_MAX_MB", 200) * 1024 * 1024
-DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
-FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 # Every upload passes annotator/uploads.py: each kind's limit holds while the request streams in
 # (the handler below), and XLSX workbooks, being zip archives, are capped inflated too.
 WORKBOOK_MAX_BYTES = env_int("ANNOTATOR_WORKBOOK_MAX_MB", 20) * 1024 * 1024
@@ -186,6 +190,8 @@ FILE_UPLOAD_HANDLERS = [
     "django.core.files.uploadhandler.MemoryFileUploadHandler",
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]
+DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 
 # Production hardening; `manage.py check --deploy` is clean when DJANGO_SECURE=1.
 SESSION_COOKIE_SECURE = SECURE
@@ -196,27 +202,14 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE
 SECURE_HSTS_PRELOAD = SECURE
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if SECURE else None
 SESSION_COOKIE_HTTPONLY = True
-X_FRAME_OPTIONS = "DENY"
-
-REDIS_URL = env_str("REDIS_URL")
-CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
-    if REDIS_URL
-    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
-}
-
-# Sessions are read on every request; with a shared cache they come from Redis, written through
-# to the database. Without Redis each process would hold its own copy, and a logout in one
-# process would not reach the others, so sessions then stay in the database alone.
-SESSION_ENGINE = (
 # Lax, not Strict: a link from a mail or the tracker to a study page must arrive logged in.
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
-    "django.contrib.sessions.backends.cached_db"
-    if REDIS_URL
+X_FRAME_OPTIONS = "DENY"
+
 # Content-Security-Policy (django-csp), enforced in every mode, so development and tests meet
 # what production serves: scripts and styles only from our static files, no inline code or
 # handlers (htmx is told neither to inject its indicator <style> nor to eval: templates/base.html).
@@ -239,6 +232,25 @@ CONTENT_SECURITY_POLICY = {
     }
 }
 
+REDIS_URL = env_str("REDIS_URL")
+# A Redis that is down or hung acts as an empty cache (annotator/cache.py): these timeouts bound
+# what one request can lose to it, then it is skipped for a few seconds.
+CACHES = {
+    "default": {
+        "BACKEND": "annotator.cache.TolerantRedisCache",
+        "LOCATION": REDIS_URL,
+        "OPTIONS": {"socket_connect_timeout": 0.25, "socket_timeout": 0.5},
+    }
+    if REDIS_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
+
+# Sessions are read on every request; with a shared cache they come from Redis, written through
+# to the database. Without Redis each process would hold its own copy, and a logout in one
+# process would not reach the others, so sessions then stay in the database alone.
+SESSION_ENGINE = (
+    "django.contrib.sessions.backends.cached_db"
+    if REDIS_URL
     else "django.contrib.sessions.backends.db"
 )
 
@@ -254,6 +266,15 @@ CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 3600)
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 60
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_IGNORE_RESULT = True
+# Starting a job when Redis is down or hung costs about a second, not minutes: short broker
+# timeouts and one quick publish retry. A job that could not be sent stays queued and is sent
+# again by a worker that starts and by beat (annotator/dispatch.py, imported by the worker).
+CELERY_BROKER_CONNECTION_TIMEOUT = 1.0
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 1.0, "socket_timeout": 1.0}
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2,
+}  # fmt: skip
+CELERY_IMPORTS = ["annotator.dispatch"]
 
 # GitHub sync (annotator/issues/sync.py). Without a token GitHub allows 60 requests an hour.
 GITHUB_TOKEN = env_str("GITHUB_TOKEN")
@@ -285,8 +306,22 @@ CELERY_BEAT_SCHEDULE["agreement-sweep"] = {
     "task": "annotator.agreement.tasks.agreement_sweep_task",
     "schedule": 60.0,
 }
+# Jobs (annotator/jobs.py, job_sweep.py): a running job whose worker gave no sign of life for
+# this long is marked failed by the sweep; running workers touch it every quarter of it.
+JOB_HEARTBEAT_TIMEOUT_SECONDS = env_int("JOB_HEARTBEAT_TIMEOUT_SECONDS", 120)
+CELERY_BEAT_SCHEDULE["lost-jobs-sweep"] = {
+    "task": "annotator.jobs.sweep_lost_jobs_task",
+    "schedule": float(max(5, min(60, JOB_HEARTBEAT_TIMEOUT_SECONDS // 2))),
+}
+# Jobs that could not be sent while Redis was down are sent again this often (annotator/dispatch).
+CELERY_BEAT_SCHEDULE["redispatch-waiting-jobs"] = {
+    "task": "annotator.dispatch.redispatch_waiting_jobs_task",
+    "schedule": 30.0,
+}
 # taxonomy_app counts and moves labels through this hook (taxonomy_app/usage.py).
 TAXONOMY_LABEL_USAGE = "annotator.studies.usage.StudyLabelUsage"
+# …and checks codebook uploads through this one (taxonomy_app/uploads.py).
+TAXONOMY_UPLOAD_CHECK = "annotator.upload_handling.check_codebook_upload"
 
 REST_FRAMEWORK = {
     # Token first, so that an unauthenticated script gets 401 with WWW-Authenticate.
@@ -304,11 +339,17 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Issues, codebooks, studies, annotations, agreement and exports.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI from our own static files (drf-spectacular-sidecar), not a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     # Three models have a "kind"; name each enum after its model.
     "ENUM_NAME_OVERRIDES": {
         "FacetKindEnum": "taxonomy_app.models.Facet.Kind",
         "ChangeKindEnum": "taxonomy_app.models.ChangeOperation.Kind",
         "RoundKindEnum": "annotator.studies.models.Round.Kind",
+        # Two models have a "state"; the issue's keeps the name it had.
+        "StateEnum": "annotator.issues.models.Issue.State",
+        "ApiTokenStateEnum": "annotator.accounts.models.ApiToken.State",
     },
 }
 
@@ -316,13 +357,5 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-# …and checks codebook uploads through this one (taxonomy_app/uploads.py).
-TAXONOMY_UPLOAD_CHECK = "annotator.upload_handling.check_codebook_upload"
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
 }
-        # Two models have a "state"; the issue's keeps the name it had.
-        "StateEnum": "annotator.issues.models.Issue.State",
-        "ApiTokenStateEnum": "annotator.accounts.models.ApiToken.State",
-    # Swagger UI from our own static files (drf-spectacular-sidecar), not a CDN.
-    "SWAGGER_UI_DIST": "SIDECAR",
-    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

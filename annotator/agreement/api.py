@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotator.dispatch import with_queue_notice
 from annotator.studies.models import Membership, Round
 from annotator.studies.views.access import SEE_ALL, membership_or_404
 
@@ -77,7 +78,8 @@ class RunListCreateApi(APIView):  # type: ignore[misc]
             )  # fmt: skip
         except AgreementError as error:
             raise ValidationError({"detail": str(error)}) from error
-        return Response(RunOutput(run).data, status=status.HTTP_202_ACCEPTED)
+        data = with_queue_notice(RunOutput(run).data, run)
+        return Response(data, status=status.HTTP_202_ACCEPTED)
 
 
 class RunDetailApi(generics.RetrieveAPIView):  # type: ignore[misc]

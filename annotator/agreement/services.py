@@ -23,7 +23,7 @@ from django.db import transaction
 from django.db.models import Exists, F, Max, OuterRef, Q
 from django.utils import timezone
 
-from annotator.jobs import close_progress_connection, finish_job, mark_job_running, report_progress
+from annotator.jobs import claim_job, finish_job, job_heartbeat, report_progress
 from annotator.studies.models import Annotation, Item, Round, Study
 
 from .labels import CONVENTIONS, LabelTable, load_label_table
@@ -62,7 +62,7 @@ def start_agreement_run(
     enqueue: bool = True,
 ) -> AgreementRun:
     """Create a queued run for the study (or one round) and queue its job after commit."""
-    from .tasks import run_agreement_task
+    from annotator.dispatch import enqueue_job
 
     if round is not None and round.study_id != study.pk:
         raise AgreementError(f"round {round.number} is not a round of this study")
@@ -72,38 +72,33 @@ def start_agreement_run(
         codebook_version_id=study.codebook_version_id,
     )  # fmt: skip
     if enqueue:
-        run_agreement_task.delay_on_commit(run.pk)
+        enqueue_job(run)
     return run
 
 
 def run_agreement_run(*, run_id: int) -> None:
     """The job: compute run `run_id` and store its result, or record why it failed.
 
-    A run found already "running" was started by a worker that died (a redelivered task): it
-    is marked failed rather than computed twice under one row.
+    A run found already "running" (a redelivered task) is not computed twice under one row:
+    `claim_job` leaves it to a live worker, or fails it when its worker was lost. The result
+    is stored only while this worker still holds the run.
     """
     run = AgreementRun.objects.select_related("codebook_version").get(pk=run_id)
-    if run.is_finished:
+    if not claim_job(AgreementRun, run.pk):
         return
-    if run.status == Status.RUNNING:
-        _fail(run.pk, "the worker running this job was lost (killed or restarted); start again")
-        return
-    mark_job_running(AgreementRun, run.pk)
-    try:
-        result, inputs = compute_result(
-            run, on_progress=lambda p: report_progress(AgreementRun, run.pk, progress=p)
-        )
-    except Exception as error:
-        logger.exception("agreement run %s failed", run.pk)
-        _fail(run.pk, f"{type(error).__name__}: {error}")
-        raise
-    else:
+    with job_heartbeat(AgreementRun, run.pk):
+        try:
+            result, inputs = compute_result(
+                run, on_progress=lambda p: report_progress(AgreementRun, run.pk, progress=p)
+            )
+        except Exception as error:
+            logger.exception("agreement run %s failed", run.pk)
+            _fail(run.pk, f"{type(error).__name__}: {error}")
+            raise
         finish_job(
             AgreementRun, run.pk, status=Status.SUCCEEDED, progress=100, result=result,
             inputs=inputs,
         )  # fmt: skip
-    finally:
-        close_progress_connection()
 
 
 def compute_result(
@@ -194,12 +189,16 @@ def _fail(run_id: int, error: str) -> None:
 
 
 def fail_lost_runs(*, now: Any = None) -> int:
-    """Mark failed the runs a dead worker left queued or running past the job's time limit."""
+    """Mark failed the runs a dead worker left queued or running past the job's time limit.
+    A run that waits for the queue (Redis down, annotator/dispatch.py) is not lost: it is sent
+    when the queue is back."""
+    from annotator.dispatch import QUEUE_UNAVAILABLE
+
     limit = timedelta(seconds=settings.AGREEMENT_TIME_LIMIT_SECONDS)
     cutoff = (now or timezone.now()) - limit
     lost = AgreementRun.objects.filter(
         Q(status=Status.RUNNING, started_at__lt=cutoff)
-        | Q(status=Status.QUEUED, created_at__lt=cutoff)
+        | (Q(status=Status.QUEUED, created_at__lt=cutoff) & ~Q(notes=QUEUE_UNAVAILABLE))
     )
     error = "the job did not finish within its time limit (worker killed or lost); start again"
     return lost.update(status=Status.FAILED, error=error, result=None, finished_at=timezone.now())

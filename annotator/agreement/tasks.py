@@ -13,7 +13,7 @@ def run_agreement_task(run_id: int) -> None:
     run_agreement_run(run_id=run_id)
 
 
-@shared_task(time_limit=300)
+@shared_task(time_limit=300, soft_time_limit=270)
 def agreement_sweep_task() -> None:
     """Celery beat: start runs for rounds that completed without one (a missed hook, a race
     between the last two submits), and mark failed the runs a dead worker left behind."""

@@ -16,6 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
+from annotator.dispatch import warn_if_waiting
 from annotator.studies.models import Item, Membership, Round
 from annotator.studies.views.access import MANAGERS, SEE_ALL, membership_or_404
 
@@ -84,6 +85,7 @@ def start_run(request: HttpRequest, study_id: int) -> HttpResponse:
     if round_id and round is None:
         raise Http404("No such round")
     run = start_agreement_run(study=membership.study, round=round, user=request.user)
+    warn_if_waiting(request, run)
     return redirect(run)
 
 

@@ -24,8 +24,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotator.adjudication.models import Decision
+from annotator.dispatch import with_queue_notice
 from annotator.studies.models import Membership, Study
 from annotator.studies.views.access import SEE_ALL, membership_or_404
+from annotator.upload_handling import UploadRefused, accept_upload
 from taxonomy_app.models import CodebookVersion, Facet
 
 from .analysis import analysis_tables, study_final_labels
@@ -42,7 +44,7 @@ from .prior import (
 from .rows import ExportFilterError
 from .services import start_export_job
 from .spreadsheets import SpreadsheetError, inspect_workbook
-from .views import CONTENT_TYPES
+from .views import download_response
 
 
 def _study(request: Request, study_id: int) -> Study:
@@ -103,7 +105,8 @@ class ExportListCreateApi(APIView):  # type: ignore[misc]
             )
         except ExportFilterError as error:
             raise ValidationError({"detail": str(error)}) from None
-        return Response(ExportOutput(job).data, status=status.HTTP_202_ACCEPTED)
+        data = with_queue_notice(ExportOutput(job).data, job)
+        return Response(data, status=status.HTTP_202_ACCEPTED)
 
 
 class ExportDetailApi(APIView):  # type: ignore[misc]
@@ -118,8 +121,7 @@ class ExportDownloadApi(APIView):  # type: ignore[misc]
         job = _job(request, pk)
         if job.status != ExportJob.Status.SUCCEEDED or not job.file:
             raise Http404
-        return FileResponse(job.file.open("rb"), as_attachment=True, filename=job.filename,
-                            content_type=CONTENT_TYPES[job.format])  # fmt: skip
+        return download_response(job)
 
 
 class ExportCardApi(APIView):  # type: ignore[misc]
@@ -172,8 +174,10 @@ class PriorWorkbookInput(serializers.Serializer):  # type: ignore[misc]
     file = serializers.FileField(help_text=".xlsx, a sheet per annotator (plus Final)")
 
     def validate_file(self, upload: Any) -> Any:
-        if not upload.name.lower().endswith(".xlsx"):
-            raise serializers.ValidationError("upload an .xlsx workbook")
+        try:
+            accept_upload(upload, "workbook")  # size, sniffing, zip and XML: annotator/uploads.py
+        except UploadRefused as error:
+            raise serializers.ValidationError(str(error)) from None
         return upload
 
 

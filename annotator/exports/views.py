@@ -7,6 +7,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseStopPolling
 
+from annotator.dispatch import warn_if_waiting
+from annotator.uploads import content_disposition
+
 from .access import job_for_export, study_for_export
 from .forms import ExportForm
 from .models import ExportJob
@@ -35,6 +38,7 @@ def export_start(request: HttpRequest, study_id: int) -> HttpResponse:
         except ExportFilterError as error:
             form.add_error(None, str(error))
         else:
+            warn_if_waiting(request, job)
             return redirect(job)
     jobs = ExportJob.objects.filter(study=study).select_related("created_by")[:10]
     context = {"study": study, "form": form, "jobs": jobs}
@@ -55,10 +59,15 @@ def export_download(request: HttpRequest, pk: int) -> FileResponse:
     job = job_for_export(request, pk)
     if job.status != ExportJob.Status.SUCCEEDED or not job.file:
         raise Http404("This export has no file")
-    return FileResponse(
-        job.file.open("rb"), as_attachment=True, filename=job.filename,
-        content_type=CONTENT_TYPES[job.format],
-    )  # fmt: skip
+    return download_response(job)
+
+
+def download_response(job: ExportJob) -> FileResponse:
+    """The export file as an attachment; its name passes `content_disposition` like every
+    download's (annotator/uploads.py), whatever a future name is made of."""
+    response = FileResponse(job.file.open("rb"), content_type=CONTENT_TYPES[job.format])
+    response["Content-Disposition"] = content_disposition(job.filename)
+    return response
 
 
 def export_card(request: HttpRequest, pk: int) -> HttpResponse:
@@ -66,5 +75,5 @@ def export_card(request: HttpRequest, pk: int) -> HttpResponse:
     if job.status != ExportJob.Status.SUCCEEDED:
         raise Http404("This export has no card")
     response = HttpResponse(job.card, content_type="text/markdown; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{job.filename}.md"'
+    response["Content-Disposition"] = content_disposition(f"{job.filename}.md")
     return response

@@ -11,6 +11,9 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from annotator.dispatch import with_queue_notice
+from annotator.upload_handling import UploadRefused, accept_upload
+
 from .formats import FORMATS
 from .models import ISSUE_FILTERS, ImportJob, Issue, IssueComment
 from .services import start_import_job
@@ -54,9 +57,16 @@ class ImportJobOutput(serializers.ModelSerializer):
 
 
 class ImportJobInput(serializers.Serializer):
-    file = serializers.FileField()
+    file = serializers.FileField(help_text=".json, .jsonl, .ndjson or .csv, UTF-8")
     format = serializers.ChoiceField(choices=["auto", *FORMATS], default="auto")
     repository = serializers.RegexField(r"^[\w.-]+/[\w.-]+$", required=False, default="")
+
+    def validate_file(self, upload: Any) -> Any:
+        try:
+            accept_upload(upload, "issues")  # size, name and every byte: annotator/uploads.py
+        except UploadRefused as error:
+            raise serializers.ValidationError(str(error)) from None
+        return upload
 
 
 class IssueListApi(generics.ListAPIView):
@@ -95,7 +105,8 @@ class ImportJobCreateApi(generics.GenericAPIView):
             repository=data.validated_data["repository"],
             user=request.user,
         )
-        return Response(ImportJobOutput(job).data, status=status.HTTP_202_ACCEPTED)
+        data = with_queue_notice(ImportJobOutput(job).data, job)
+        return Response(data, status=status.HTTP_202_ACCEPTED)
 
 
 # --- GitHub sync ----------------------------------------------------------------------------
@@ -138,4 +149,5 @@ class SyncJobCreateApi(generics.GenericAPIView):
         data = SyncJobInput(data=request.data)
         data.is_valid(raise_exception=True)
         job = start_sync_job(**data.validated_data, user=request.user)
-        return Response(SyncJobOutput(job).data, status=status.HTTP_202_ACCEPTED)
+        data = with_queue_notice(SyncJobOutput(job).data, job)
+        return Response(data, status=status.HTTP_202_ACCEPTED)

@@ -297,6 +297,9 @@ class SyncJob(Job):
     waited_seconds = models.FloatField(default=0)
     message = models.CharField(max_length=300, blank=True, help_text="what it is doing now")
 
+    # Pages commit one by one with the cursor (sync.py): a lost run's pages stay, whole.
+    lost_outcome = "the pages it wrote are kept, whole, and the next sync resumes after them"
+
     def __str__(self) -> str:
         return f"sync {self.pk} of {self.repository_name} ({self.status})"
 

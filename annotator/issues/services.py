@@ -11,7 +11,8 @@ from typing import IO, Any
 from django.conf import settings
 from django.db import transaction
 
-from annotator.jobs import close_progress_connection, finish_job, mark_job_running, report_progress
+from annotator.jobs import claim_job, finish_job, job_heartbeat, report_progress
+from annotator.upload_handling import generated_file
 
 from .formats import ImportFormatError, iter_records
 from .models import ImportJob
@@ -85,61 +86,79 @@ def import_issues(
     return writer.counts
 
 
+class _JobLost(Exception):
+    """The sweep failed the job as lost while it ran: its writes are rolled back."""
+
+
 def run_import_job(*, job_id: int) -> None:
-    """Run ImportJob `job_id`: import its file and record the outcome on the job row."""
+    """Run ImportJob `job_id`: import its file and record the outcome on the job row.
+
+    Success is recorded in the import's own transaction, and only while this worker still holds
+    the job, so a job failed as lost (annotator/job_sweep.py) has kept nothing. The issues are
+    indexed for search once that has committed.
+    """
     job = ImportJob.objects.get(pk=job_id)
-    if job.is_finished:
-        return
-    mark_job_running(ImportJob, job.pk)
-    try:
-        with job.file.open("rb") as stream:
-            counts = import_issues(
-                stream=stream,
-                format=job.format,
-                filename=job.original_name,
-                repository=job.repository or None,
-                on_progress=lambda p: report_progress(
-                    ImportJob, job.pk, records_read=p.records, bytes_read=p.bytes_read
-                ),
-            )
-    except ImportFormatError as error:
-        finish_job(ImportJob, job.pk, status=ImportJob.Status.FAILED, error=str(error))
-    except Exception as error:
-        logger.exception("import job %s failed", job.pk)
-        failed = f"internal error: {error}"
-        finish_job(ImportJob, job.pk, status=ImportJob.Status.FAILED, error=failed)
-        raise
-    else:
-        finish_job(
-            ImportJob,
-            job.pk,
-            status=ImportJob.Status.SUCCEEDED,
-            created=counts.created,
-            updated=counts.updated,
-            unchanged=counts.unchanged,
-            skipped=counts.skipped,
-            notes="\n".join(counts.skipped_reasons),
-            bytes_read=job.size_bytes,
-        )
-    finally:
-        close_progress_connection()
+    if not claim_job(ImportJob, job.pk):
+        return  # finished, or another worker holds it (a redelivered task)
+    with job_heartbeat(ImportJob, job.pk):
+        try:
+            with job.file.open("rb") as stream, transaction.atomic():
+                _import_and_finish(job, stream)
+        except _JobLost:
+            return
+        except ImportFormatError as error:
+            finish_job(ImportJob, job.pk, status=ImportJob.Status.FAILED, error=str(error))
+            return
+        except Exception as error:
+            logger.exception("import job %s failed", job.pk)
+            failed = f"internal error: {error}"
+            finish_job(ImportJob, job.pk, status=ImportJob.Status.FAILED, error=failed)
+            raise
+        index_pending_issues()
+
+
+def _import_and_finish(job: ImportJob, stream: IO[bytes]) -> None:
+    counts = import_issues(
+        stream=stream,
+        format=job.format,
+        filename=job.original_name,
+        repository=job.repository or None,
+        on_progress=lambda p: report_progress(
+            ImportJob, job.pk, records_read=p.records, bytes_read=p.bytes_read
+        ),
+        index_for_search=False,
+    )
+    finished = finish_job(
+        ImportJob,
+        job.pk,
+        status=ImportJob.Status.SUCCEEDED,
+        created=counts.created,
+        updated=counts.updated,
+        unchanged=counts.unchanged,
+        skipped=counts.skipped,
+        notes="\n".join(counts.skipped_reasons),
+        bytes_read=job.size_bytes,
+    )
+    if not finished:
+        raise _JobLost
 
 
 def start_import_job(
     *, uploaded: Any, format: str = "auto", repository: str = "", user: Any = None
 ) -> ImportJob:
     """Store an uploaded file as an ImportJob and queue it once the transaction commits."""
-    from .tasks import import_issues_task
+    from annotator.dispatch import enqueue_job
 
     job = ImportJob.objects.create(
-        file=uploaded,
+        # Stored under a generated name; the user's name is data (annotator/uploads.py).
+        file=generated_file(uploaded, "issues"),
         original_name=uploaded.name[:255],
         format=format,
         repository=repository,
         size_bytes=uploaded.size,
         created_by=user if user is not None and user.is_authenticated else None,
     )
-    import_issues_task.delay_on_commit(job.pk)
+    enqueue_job(job)
     return job
 
 

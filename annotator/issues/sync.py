@@ -30,12 +30,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from annotator.jobs import (
-    close_progress_connection,
-    finish_job,
-    mark_job_running,
-    report_progress,
-)
+from annotator.jobs import claim_job, finish_job, job_heartbeat, report_progress
 
 from .formats import CommentRecord, ImportFormatError, IssueRecord, record_from_rest
 from .github import GitHubClient, GitHubError, Response, Wait
@@ -375,7 +370,7 @@ def start_sync_job(
     user: Any = None,
 ) -> SyncJob:
     """Create a SyncJob for OWNER/NAME and queue it once the transaction commits."""
-    from .tasks import sync_github_task
+    from annotator.dispatch import enqueue_job
 
     check_repository_name(repository, "repository")
     job = SyncJob.objects.create(
@@ -385,16 +380,19 @@ def start_sync_job(
         periodic=periodic,
         created_by=user if user is not None and user.is_authenticated else None,
     )
-    sync_github_task.delay_on_commit(job.pk)
+    enqueue_job(job)
     return job
 
 
 def run_sync_job(*, job_id: int) -> None:
-    """Run SyncJob `job_id` and record progress and outcome on its row."""
+    """Run SyncJob `job_id` and record progress and outcome on its row.
+
+    A worker killed mid-run leaves whole pages and the cursor after the last of them (each
+    commits with SyncState); the sweep fails the job and the next run resumes there.
+    """
     job = SyncJob.objects.get(pk=job_id)
-    if job.is_finished:
-        return
-    mark_job_running(SyncJob, job.pk)
+    if not claim_job(SyncJob, job.pk):
+        return  # finished, or another worker holds it (a redelivered task)
     report: SyncReport | None = None
 
     def on_progress(current: SyncReport) -> None:
@@ -402,24 +400,24 @@ def run_sync_job(*, job_id: int) -> None:
         report = current
         report_progress(SyncJob, job.pk, **current.job_fields())
 
-    try:
-        report = sync_repository(
-            full_name=job.repository_name,
-            since=job.since,
-            api_url=job.api_url,
-            periodic=True if job.periodic else None,
-            on_progress=on_progress,
-        )
-    except (GitHubError, SyncError, ImportFormatError) as error:
-        _finish_job(job.pk, report, status=SyncJob.Status.FAILED, error=str(error))
-    except Exception as error:
-        logger.exception("sync job %s failed", job.pk)
-        _finish_job(job.pk, report, status=SyncJob.Status.FAILED, error=f"internal error: {error}")
-        raise
-    else:
-        _finish_job(job.pk, report, status=SyncJob.Status.SUCCEEDED)
-    finally:
-        close_progress_connection()
+    with job_heartbeat(SyncJob, job.pk):
+        try:
+            report = sync_repository(
+                full_name=job.repository_name,
+                since=job.since,
+                api_url=job.api_url,
+                periodic=True if job.periodic else None,
+                on_progress=on_progress,
+            )
+        except (GitHubError, SyncError, ImportFormatError) as error:
+            _finish_job(job.pk, report, status=SyncJob.Status.FAILED, error=str(error))
+        except Exception as error:
+            logger.exception("sync job %s failed", job.pk)
+            failed = f"internal error: {error}"
+            _finish_job(job.pk, report, status=SyncJob.Status.FAILED, error=failed)
+            raise
+        else:
+            _finish_job(job.pk, report, status=SyncJob.Status.SUCCEEDED)
 
 
 def resync_periodic_repositories() -> list[SyncJob]:

@@ -16,7 +16,7 @@ def sync_github_task(job_id: int) -> None:
     run_sync_job(job_id=job_id)
 
 
-@shared_task(time_limit=300)
+@shared_task(time_limit=300, soft_time_limit=270)
 def resync_github_task() -> None:
     """Celery beat: queue a sync of every repository marked for periodic re-sync."""
     from .sync import resync_periodic_repositories
@@ -24,7 +24,7 @@ def resync_github_task() -> None:
     resync_periodic_repositories()
 
 
-@shared_task(time_limit=1800)
+@shared_task(time_limit=1800, soft_time_limit=1740)
 def index_search_task() -> None:
     """Celery beat: index any issue a stopped job left unsearchable."""
     from .search import index_pending_issues

@@ -7,6 +7,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseStopPolling
 
+from annotator.dispatch import warn_if_waiting
+
 from .forms import ImportForm
 from .models import ISSUE_FILTERS, ImportJob, Issue, IssueComment, Repository
 from .rendering import render_markdown
@@ -58,6 +60,7 @@ def import_upload(request: HttpRequest) -> HttpResponse:
             repository=form.cleaned_data["repository"],
             user=request.user,
         )
+        warn_if_waiting(request, job)
         return redirect(job)
     jobs = ImportJob.objects.select_related("created_by")[:10]
     status = 400 if form.errors else 200
@@ -101,6 +104,7 @@ def sync_start(request: HttpRequest) -> HttpResponse:
             periodic=form.cleaned_data["periodic"],
             user=request.user,
         )
+        warn_if_waiting(request, job)
         return redirect(job)
     context = {
         "form": form,

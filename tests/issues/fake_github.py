@@ -7,7 +7,8 @@ default, at most 100) and ``page``; ``Link`` headers with rel="next", "last", "f
 "prev"; ``ETag`` and 304 on ``If-None-Match``; ``x-ratelimit-*`` headers; 401 for a wrong
 token; 404 for unknown repositories; a 301 from a former name. Faults are scripted with
 ``fail()``: rate limits (403 primary, 403 secondary with retry-after, 429), 502, 500, dropped
-connections, and a quota left at 0. Binds 127.0.0.1 on an ephemeral port; never the internet.
+connections, and a quota left at 0; ``page_delay`` makes every list page slow to answer. Binds
+127.0.0.1 on an ephemeral port; never the internet.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ class FakeGitHub:
     comments: dict[int, dict[str, Any]] = field(default_factory=dict)
     served: list[Served] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
+    page_delay: float = 0.0  # seconds before each list page answers: a slow GitHub
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     # --- data -----------------------------------------------------------------------------
@@ -183,6 +185,8 @@ class _Handler(BaseHTTPRequestHandler):
         split = urllib.parse.urlsplit(self.path)
         query = dict(urllib.parse.parse_qsl(split.query))
         gh = self.github
+        if gh.page_delay and split.path.endswith(("/issues", "/comments")):
+            time.sleep(gh.page_delay)
         with gh.lock:
             status, headers, body, items = self._route(split.path, query)
             gh.served.append(Served(split.path, query, status, items))

@@ -35,7 +35,8 @@ def decide_item_if_complete(*, item: Item, schema: CodebookSchema | None = None)
     (this runs inside every last submit of an item, so its queries count)."""
     # The item's row lock serialises everything that decides it (the submits of its annotators,
     # the adjudicator): the labels read below are then the last committed, not a stale mix.
-    row = Item.objects.select_for_update(of=("self",)).filter(pk=item.pk).values(
+    # NO KEY: rows that merely refer to the item (assignments, history) are not held up.
+    row = Item.objects.select_for_update(no_key=True, of=("self",)).filter(pk=item.pk).values(
         "submitted_count", "quota", "study_id", "study__codebook_version_id",
         "study__adjudication__majority_rule",
     )  # fmt: skip
@@ -151,7 +152,7 @@ def adjudicate_item(
 def _claim(item: Item, version: int, values: dict[str, Any]) -> Decision:
     """Write the decision row only if it is still at `version` (compare-and-set), under the
     item's row lock, as `decide_item_if_complete` takes it."""
-    Item.objects.select_for_update().filter(pk=item.pk).values_list("pk").first()
+    Item.objects.select_for_update(no_key=True).filter(pk=item.pk).values_list("pk").first()
     if version == 0:
         try:
             with transaction.atomic():
