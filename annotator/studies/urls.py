@@ -1,5 +1,7 @@
 from django.urls import path
 
+from annotator.backup import views as backup
+
 from .views import annotate, dashboard, studies
 
 app_name = "studies"
@@ -7,11 +9,13 @@ app_name = "studies"
 urlpatterns = [
     path("", studies.study_list, name="list"),
     path("new/", studies.study_create, name="create"),
+    path("restore/", backup.restore_upload, name="restore"),
     path("join/<str:token>/", studies.join, name="join"),
     path("<int:study_id>/", studies.study_detail, name="detail"),
     path("<int:study_id>/edit/", studies.study_edit, name="edit"),
     path("<int:study_id>/members/", studies.members, name="members"),
     path("<int:study_id>/invite/", studies.invite, name="invite"),
+    path("<int:study_id>/backup/", backup.start_backup, name="backup"),
     path("<int:study_id>/select/", studies.select, name="select"),
     path("<int:study_id>/dashboard/", dashboard.dashboard, name="dashboard"),
     path("<int:study_id>/annotate/", annotate.annotate_next, name="annotate_next"),

@@ -1,0 +1,13 @@
+from django.urls import path
+
+from . import views
+
+app_name = "backup"
+
+# The two entry points are in the studies namespace (annotator/studies/urls.py):
+# studies:backup (POST, a study's owner) and studies:restore (staff).
+urlpatterns = [
+    path("<int:pk>/", views.job_page, name="job"),
+    path("<int:pk>/download/", views.download, name="download"),
+    path("restore/<str:token>/", views.restore_confirm, name="confirm"),
+]
