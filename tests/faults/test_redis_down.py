@@ -81,6 +81,9 @@ def test_labeling_goes_on_and_jobs_wait_while_redis_is_down(redis_server, app):
         pages.append(start_agreement_page(owner, scene))
         for page in pages:
             assert QUEUE_UNAVAILABLE in page.text
+            # and still after a reload, when the flash message is gone: the job page says why
+            reloaded = owner.get(page.url.removeprefix(base))
+            assert reloaded.status_code == 200 and QUEUE_UNAVAILABLE in reloaded.text
 
         waiting = waiting_jobs()
         # the import, two exports, the run started on the page and the one the round's
