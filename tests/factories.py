@@ -1,11 +1,22 @@
 """factory_boy factories for every model the tests create."""
 
+from functools import cache
+
 import factory
 from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import make_password
 
 from annotator.issues.models import Issue, IssueComment, Repository
 
 PASSWORD = "correct horse battery staple"
+
+
+@cache
+def hashed_password() -> str:
+    """PASSWORD hashed once per test process with the production hasher (PBKDF2, about 0.4 s
+    of CPU a hash): every user of the suite shares it, and servers started by the tests (which
+    use the production hashers) still verify it."""
+    return make_password(PASSWORD)
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -15,7 +26,7 @@ class UserFactory(factory.django.DjangoModelFactory):
 
     username = factory.Sequence(lambda n: f"researcher{n}")
     email = factory.LazyAttribute(lambda u: f"{u.username}@example.org")
-    password = factory.django.Password(PASSWORD)
+    password = factory.LazyFunction(hashed_password)
 
 
 class RepositoryFactory(factory.django.DjangoModelFactory):

@@ -12,6 +12,7 @@ import ast
 import json
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -105,14 +106,27 @@ def test_labeling_goes_on_and_jobs_wait_while_redis_is_down(redis_server, app):
             assert job.status == "succeeded", job.error
 
 
-def test_jobs_waiting_for_the_queue_are_sent_once_by_concurrent_senders(settings):
+@pytest.fixture
+def own_queue():  # type: ignore[no-untyped-def]
+    """Jobs sent by these tests go to a queue no worker reads (a worker another module started
+    for the whole session listens on the default one, and would take them)."""
+    from annotator.celery import app
+
+    default, app.conf.task_default_queue = app.conf.task_default_queue, f"test-{uuid.uuid4().hex}"
+    try:
+        yield app.conf.task_default_queue
+    finally:
+        app.conf.task_default_queue = default
+
+
+def test_jobs_waiting_for_the_queue_are_sent_once_by_concurrent_senders(settings, own_queue):
     """Beat and a starting worker may send again at the same moment: each job goes out once."""
     import redis
 
     if not settings.REDIS_URL:
         pytest.skip("REDIS_URL is not set: run the suite with `make test`")
     queue = redis.Redis.from_url(settings.REDIS_URL)
-    queue.delete(settings.CELERY_TASK_DEFAULT_QUEUE)
+    queue.delete(own_queue)
     scene = make_scene(items=1, k=2)
     jobs = [ExportJob.objects.create(study=scene.study, notes=QUEUE_UNAVAILABLE) for _ in range(6)]
     start = threading.Barrier(3)
@@ -130,8 +144,8 @@ def test_jobs_waiting_for_the_queue_are_sent_once_by_concurrent_senders(settings
         thread.start()
     for thread in threads:
         thread.join(timeout=60)
-    messages = queue.lrange(settings.CELERY_TASK_DEFAULT_QUEUE, 0, -1)
-    queue.delete(settings.CELERY_TASK_DEFAULT_QUEUE)
+    messages = queue.lrange(own_queue, 0, -1)
+    queue.delete(own_queue)
     assert sum(sent) == 6
     headers = [json.loads(message)["headers"] for message in messages]
     assert {h["task"] for h in headers} == {"annotator.exports.tasks.export_dataset_task"}
@@ -139,7 +153,7 @@ def test_jobs_waiting_for_the_queue_are_sent_once_by_concurrent_senders(settings
     assert not ExportJob.objects.filter(notes=QUEUE_UNAVAILABLE).exists()
 
 
-def test_a_starting_worker_sends_again_jobs_queued_long_ago(settings):
+def test_a_starting_worker_sends_again_jobs_queued_long_ago(settings, own_queue):
     """A Redis restarted without persistence lost the messages it held: the jobs stay queued,
     unmarked. A worker that starts sends those queued for over a minute again (a second
     message for a job already taken is refused by the task's claim)."""
@@ -148,15 +162,15 @@ def test_a_starting_worker_sends_again_jobs_queued_long_ago(settings):
     if not settings.REDIS_URL:
         pytest.skip("REDIS_URL is not set: run the suite with `make test`")
     queue = redis.Redis.from_url(settings.REDIS_URL)
-    queue.delete(settings.CELERY_TASK_DEFAULT_QUEUE)
+    queue.delete(own_queue)
     scene = make_scene(items=1, k=2)
     lost, recent = (ExportJob.objects.create(study=scene.study) for _ in range(2))
     ExportJob.objects.filter(pk=lost.pk).update(created_at=timezone.now() - timedelta(minutes=5))
 
     assert redispatch_waiting_jobs() == 0  # beat: only jobs marked as never sent
     assert redispatch_waiting_jobs(resend_older_than=STARTUP_RESEND_AFTER) == 1
-    messages = queue.lrange(settings.CELERY_TASK_DEFAULT_QUEUE, 0, -1)
-    queue.delete(settings.CELERY_TASK_DEFAULT_QUEUE)
+    messages = queue.lrange(own_queue, 0, -1)
+    queue.delete(own_queue)
     (headers,) = [json.loads(message)["headers"] for message in messages]
     assert list(ast.literal_eval(headers["argsrepr"])) == [lost.pk] != [recent.pk]
 
