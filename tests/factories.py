@@ -4,19 +4,24 @@ from functools import cache
 
 import factory
 from django.contrib.auth import get_user_model
-from django.contrib.auth.hashers import make_password
+from django.contrib.auth.hashers import get_hasher, make_password
 
 from annotator.issues.models import Issue, IssueComment, Repository
 
 PASSWORD = "correct horse battery staple"
 
 
-@cache
 def hashed_password() -> str:
-    """PASSWORD hashed once per test process with the production hasher (PBKDF2, about 0.4 s
-    of CPU a hash): every user of the suite shares it, and servers started by the tests (which
-    use the production hashers) still verify it."""
-    return make_password(PASSWORD)
+    """PASSWORD hashed by the first hasher of the current settings, once per hasher and test
+    process (PBKDF2 costs about 0.4 s of CPU a hash): every user of the suite shares it. A
+    module that switches to a fast hasher gets users it can log in; servers started by the
+    tests, with the production hashers, verify the PBKDF2 one."""
+    return _hashed(get_hasher().algorithm)
+
+
+@cache
+def _hashed(algorithm: str) -> str:
+    return make_password(PASSWORD, hasher=algorithm)
 
 
 class UserFactory(factory.django.DjangoModelFactory):
