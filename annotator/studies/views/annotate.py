@@ -36,15 +36,18 @@ def annotate_next(request: HttpRequest, study_id: int) -> HttpResponse:
     return redirect(assignment)
 
 
-def _assignment_or_404(request: HttpRequest, assignment_id: int) -> Assignment:
-    assignment = (
-        Assignment.objects.select_related(
-            "item__issue__repository", "item__round", "item__study__codebook_version", "annotation"
+def _assignment_or_404(
+    request: HttpRequest, assignment_id: int, *, page: bool = True
+) -> Assignment:
+    """The caller's own assignment with what the page shows, or (`page=False`) only what a
+    write needs: its item, study and codebook version. Each join costs planning time on every
+    request; the rare answer that shows the form again loads the rest lazily."""
+    assignments = Assignment.objects.select_related("item__study__codebook_version", "annotation")
+    if page:
+        assignments = assignments.select_related("item__issue__repository", "item__round").defer(
+            "item__issue__raw", "item__issue__search_vector"
         )
-        .defer("item__issue__raw", "item__issue__search_vector")
-        .filter(pk=assignment_id, annotator=request.user)
-        .first()
-    )
+    assignment = assignments.filter(pk=assignment_id, annotator=request.user).first()
     if assignment is None:
         raise Http404("No such assignment")
     return assignment
@@ -125,7 +128,7 @@ def _work(request: HttpRequest, assignment: Assignment) -> dict[str, Any]:
 
 @require_POST
 def save_draft(request: HttpRequest, assignment_id: int) -> HttpResponse:
-    assignment = _assignment_or_404(request, assignment_id)
+    assignment = _assignment_or_404(request, assignment_id, page=False)
     context: dict[str, Any] = {"saved_at": None, "error": None}
     try:
         services.save_draft(**_work(request, assignment))
@@ -137,7 +140,7 @@ def save_draft(request: HttpRequest, assignment_id: int) -> HttpResponse:
 
 @require_POST
 def submit(request: HttpRequest, assignment_id: int) -> HttpResponse:
-    assignment = _assignment_or_404(request, assignment_id)
+    assignment = _assignment_or_404(request, assignment_id, page=False)
     work = _work(request, assignment)
     try:
         services.submit_annotation(**work)
