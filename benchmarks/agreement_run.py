@@ -33,7 +33,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
+
+from bench_db import drop_database, recreate_database
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_URL = "postgres://root@127.0.0.1:5432/annotator_bench_agreement"
@@ -53,7 +54,7 @@ def main() -> None:
     url = os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL)
     if args.child:
         return _child(args)
-    _recreate(url)
+    recreate_database(url)
     env = {**os.environ, "DATABASE_URL": url, "REDIS_URL": "", "DJANGO_DEBUG": "0"}
     manage = [sys.executable, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], env=env, check=True)
@@ -71,7 +72,7 @@ def main() -> None:
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(report, indent=2))
     if not args.keep:
-        _drop(url)
+        drop_database(url)
 
 
 def _json_child(kind: str, args: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
@@ -281,31 +282,6 @@ def _copy(connection: Any, model: Any, columns: str, lines: Any) -> None:
 
 
 # --- database and memory ----------------------------------------------------------------------
-def _recreate(url: str) -> None:
-    _drop(url)
-    _admin(url, f'CREATE DATABASE "{_name(url)}"')
-
-
-def _drop(url: str) -> None:
-    _admin(url, f'DROP DATABASE IF EXISTS "{_name(url)}" WITH (FORCE)')
-
-
-def _admin(url: str, sql: str) -> None:
-    import psycopg2
-
-    parts = urlparse(url)
-    conn = psycopg2.connect(host=parts.hostname, port=parts.port or 5432,
-                            user=parts.username, password=parts.password, dbname="postgres")  # fmt: skip
-    conn.autocommit = True
-    with conn.cursor() as cursor:
-        cursor.execute(sql)
-    conn.close()
-
-
-def _name(url: str) -> str:
-    return urlparse(url).path.lstrip("/")
-
-
 def _rss_mib() -> float:
     with open("/proc/self/status") as status:
         line = next(x for x in status if x.startswith("VmRSS:"))

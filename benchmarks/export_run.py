@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_db import drop_database, recreate_database
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT))
@@ -74,11 +76,11 @@ def main() -> None:
     result.parent.mkdir(exist_ok=True)
     result.write_text(json.dumps({"reference": REFERENCE, "runs": rows}, indent=2))
     if not args.keep:
-        generator._drop(url)
+        drop_database(url)
 
 
 def _fresh_database(url: str, env: dict[str, str]) -> None:
-    generator._recreate(url)
+    recreate_database(url)
     manage = [sys.executable, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], env=env, check=True)
     subprocess.run([*manage, "load_codebook", "--publish"], env=env, check=True,

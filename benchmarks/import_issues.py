@@ -19,9 +19,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-import psycopg2
+from bench_db import drop_database, recreate_database
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "import_issues.json"
@@ -147,23 +146,6 @@ def generate(path: Path, size: int, repo: str, seed: int) -> None:
         out.write("\n]\n")
 
 
-def recreate_database(url: str, *, drop_only: bool = False) -> None:
-    parts = urlsplit(url)
-    name = parts.path.lstrip("/")
-    if "bench" not in name:  # an exported DATABASE_URL must not cost anyone their data
-        sys.exit(f"refusing to drop database {name!r}: a benchmark database's name has 'bench'")
-    conn = psycopg2.connect(
-        host=parts.hostname or "127.0.0.1", port=parts.port or 5432,
-        user=parts.username or "root", password=parts.password, dbname="postgres",
-    )  # fmt: skip
-    conn.autocommit = True
-    with conn.cursor() as cursor:
-        cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        if not drop_only:
-            cursor.execute(f'CREATE DATABASE "{name}"')
-    conn.close()
-
-
 def run_child(args: list[str], env: dict[str, str]) -> tuple[float, float, str]:
     """Run a process; return its wall seconds, its own peak RSS in MB, and its stdout."""
     start = time.perf_counter()
@@ -217,7 +199,7 @@ def main() -> None:
                 "counts": child["counts"],
             })  # fmt: skip
     if not options.keep:
-        recreate_database(url, drop_only=True)
+        drop_database(url)
     report(rows, sizes, load)
 
 

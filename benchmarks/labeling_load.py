@@ -25,7 +25,9 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
+
+from bench_db import drop_database, recreate_database
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -215,22 +217,6 @@ def summarize(stats: Stats, elapsed: float, think: float) -> dict[str, Any]:
 
 
 # --- orchestration ----------------------------------------------------------------------------
-def recreate_database(url: str) -> None:
-    import psycopg2
-
-    parts = urlsplit(url)
-    name = parts.path.lstrip("/")
-    if "bench" not in name:  # an exported DATABASE_URL must not cost anyone their data
-        sys.exit(f"refusing to drop database {name!r}: a benchmark database's name has 'bench'")
-    conn = psycopg2.connect(
-        host=parts.hostname or "127.0.0.1", port=parts.port or 5432,
-        user=parts.username or "root", password=parts.password, dbname="postgres",
-    )  # fmt: skip
-    conn.autocommit = True
-    with conn.cursor() as cursor:
-        cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        cursor.execute(f'CREATE DATABASE "{name}"')
-    conn.close()
 
 
 def start_gunicorn(env: dict[str, str], port: int, workers: int) -> subprocess.Popen[bytes]:
@@ -296,21 +282,7 @@ def main() -> None:
         server.wait(timeout=30)
     report(args, {"think": think, "saturation": saturation, "load_before": load})
     if not args.keep:
-        import psycopg2  # noqa: F401  (dropping reuses recreate's connection logic)
-
-        _drop(url)
-
-
-def _drop(url: str) -> None:
-    import psycopg2
-
-    parts = urlsplit(url)
-    conn = psycopg2.connect(host=parts.hostname or "127.0.0.1", port=parts.port or 5432,
-                            user=parts.username or "root", dbname="postgres")  # fmt: skip
-    conn.autocommit = True
-    with conn.cursor() as cursor:
-        cursor.execute(f'DROP DATABASE IF EXISTS "{parts.path.lstrip("/")}" WITH (FORCE)')
-    conn.close()
+        drop_database(url)
 
 
 def report(args: argparse.Namespace, results: dict[str, Any]) -> None:

@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_db import drop_database, recreate_database
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT))
@@ -370,7 +372,7 @@ def main() -> None:
         results = measure(args, url, Path(scratch))
     proven = report(args, results)
     if not args.keep:
-        base._drop(url)
+        drop_database(url)
     if not proven:
         sys.exit(1)  # a lost or altered annotation fails `make bench`; slow figures do not
 
@@ -379,7 +381,7 @@ def measure(args: argparse.Namespace, url: str, scratch: Path) -> dict[str, Any]
     env = {**os.environ, "DATABASE_URL": url, "DJANGO_DEBUG": "0", "DATABASE_CONN_MAX_AGE": "600",
            "LOG_LEVEL": "WARNING", "CELERY_QUEUE": QUEUE, "DJANGO_MEDIA_ROOT": str(scratch),
            "REDIS_URL": os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/7")}  # fmt: skip
-    base.recreate_database(url)
+    recreate_database(url)
     python = str(ROOT / ".venv" / "bin" / "python")
     subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     made = subprocess.run(

@@ -12,9 +12,9 @@ import secrets
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
-from django_htmx.http import HttpResponseStopPolling
 
 from annotator.dispatch import warn_if_waiting
+from annotator.job_pages import job_status_page
 from annotator.studies.models import Membership
 from annotator.studies.views.access import MANAGERS, membership_or_404
 
@@ -36,12 +36,7 @@ def start_backup(request: HttpRequest, study_id: int) -> HttpResponse:
 
 def job_page(request: HttpRequest, pk: int) -> HttpResponse:
     job = _job_for(request, pk)
-    if getattr(request, "htmx", False):
-        response = render(request, "backup/job.html#backup-status", {"job": job})
-        if job.is_finished:
-            response.status_code = HttpResponseStopPolling.status_code  # htmx stops polling
-        return response
-    return render(request, "backup/job.html", {"job": job})
+    return job_status_page(request, "backup/job.html", "backup-status", job)
 
 
 def download(request: HttpRequest, pk: int) -> FileResponse:

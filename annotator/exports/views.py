@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
-from django_htmx.http import HttpResponseStopPolling
 
 from annotator.dispatch import warn_if_waiting
+from annotator.job_pages import job_status_page
 from annotator.uploads import content_disposition
 
 from .access import job_for_export, study_for_export
@@ -47,12 +47,7 @@ def export_start(request: HttpRequest, study_id: int) -> HttpResponse:
 
 def export_job(request: HttpRequest, pk: int) -> HttpResponse:
     job = job_for_export(request, pk)
-    if getattr(request, "htmx", False):
-        response = render(request, "exports/export_job.html#export-status", {"job": job})
-        if job.is_finished:
-            response.status_code = HttpResponseStopPolling.status_code  # htmx stops polling
-        return response
-    return render(request, "exports/export_job.html", {"job": job})
+    return job_status_page(request, "exports/export_job.html", "export-status", job)
 
 
 def export_download(request: HttpRequest, pk: int) -> FileResponse:

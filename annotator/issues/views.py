@@ -5,9 +5,9 @@ from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
-from django_htmx.http import HttpResponseStopPolling
 
 from annotator.dispatch import warn_if_waiting
+from annotator.job_pages import job_status_page
 
 from .forms import ImportForm
 from .models import ISSUE_FILTERS, ImportJob, Issue, IssueComment, Repository
@@ -69,13 +69,7 @@ def import_upload(request: HttpRequest) -> HttpResponse:
 
 def import_detail(request: HttpRequest, pk: int) -> HttpResponse:
     job = get_object_or_404(ImportJob, pk=pk)
-    if getattr(request, "htmx", False):
-        response = render(request, "issues/import_detail.html#import-status", {"job": job})
-        if job.is_finished:
-            # 286 tells htmx to stop polling; the partial shown is the final one.
-            response.status_code = HttpResponseStopPolling.status_code
-        return response
-    return render(request, "issues/import_detail.html", {"job": job})
+    return job_status_page(request, "issues/import_detail.html", "import-status", job)
 
 
 def _filters(request: HttpRequest) -> dict[str, str]:
@@ -116,9 +110,4 @@ def sync_start(request: HttpRequest) -> HttpResponse:
 
 def sync_detail(request: HttpRequest, pk: int) -> HttpResponse:
     job = get_object_or_404(SyncJob, pk=pk)
-    if getattr(request, "htmx", False):
-        response = render(request, "issues/sync_detail.html#sync-status", {"job": job})
-        if job.is_finished:
-            response.status_code = HttpResponseStopPolling.status_code
-        return response
-    return render(request, "issues/sync_detail.html", {"job": job})
+    return job_status_page(request, "issues/sync_detail.html", "sync-status", job)
