@@ -115,39 +115,44 @@ def match_aliases(restorer: Restorer, rows: list[Pending]) -> dict[int, int]:
 def match_issues(restorer: Restorer, rows: list[Pending]) -> dict[int, int]:
     """Issues by repository and number; the same number with other content is refused unless
     this server's copy is to be kept."""
-    by_repository: dict[int, list[Pending]] = defaultdict(list)
-    for p in rows:
-        by_repository[p.values["repository_id"]].append(p)
-    out = {}
-    for repository_id, group in by_repository.items():
-        numbers = [p.values["number"] for p in group]
-        here = Issue.objects.filter(repository_id=repository_id, number__in=numbers)
-        found = {row["number"]: row for row in here.values("pk", "number", *ISSUE_CONTENT)}
-        for p in group:
-            if (row := found.get(p.values["number"])) is not None:
-                what = lambda p=p, r=repository_id: (  # noqa: E731 -- named only if refused
-                    f"issue {Repository.objects.get(pk=r)}#{p.values['number']}"
-                )
-                out[p.old] = _same_or_kept(restorer, "issues.issue", p, row, ISSUE_CONTENT, what)
-    return out
+    return _match_children(
+        restorer, rows, "issues.issue", Issue, "repository_id", "number", ISSUE_CONTENT,
+        lambda p, r: f"issue {Repository.objects.get(pk=r)}#{p.values['number']}",
+    )  # fmt: skip
 
 
 def match_comments(restorer: Restorer, rows: list[Pending]) -> dict[int, int]:
-    by_issue: dict[int, list[Pending]] = defaultdict(list)
+    """Comments by issue and key, as issues are matched."""
+    return _match_children(
+        restorer, rows, "issues.issuecomment", IssueComment, "issue_id", "key", COMMENT_CONTENT,
+        lambda p, i: f"comment {p.values['key']} of issue {Issue.objects.get(pk=i)}",
+    )  # fmt: skip
+
+
+def _match_children(
+    restorer: Restorer,
+    rows: list[Pending],
+    label: str,
+    model: Any,
+    parent: str,
+    key: str,
+    content: tuple[str, ...],
+    describe: Callable[[Pending, int], str],
+) -> dict[int, int]:
+    """Rows identified by their parent and a key: one query per parent for the rows already
+    here, each compared on `content` (`describe` names a refused one, only when refused)."""
+    by_parent: dict[int, list[Pending]] = defaultdict(list)
     for p in rows:
-        by_issue[p.values["issue_id"]].append(p)
+        by_parent[p.values[parent]].append(p)
     out = {}
-    for issue_id, group in by_issue.items():
-        keys = [p.values["key"] for p in group]
-        here = IssueComment.objects.filter(issue_id=issue_id, key__in=keys)
-        found = {row["key"]: row for row in here.values("pk", "key", *COMMENT_CONTENT)}
+    for parent_id, group in by_parent.items():
+        keys = [p.values[key] for p in group]
+        here = model.objects.filter(**{parent: parent_id, f"{key}__in": keys})
+        found = {row[key]: row for row in here.values("pk", key, *content)}
         for p in group:
-            if (row := found.get(p.values["key"])) is not None:
-                what = lambda p=p, i=issue_id: (  # noqa: E731 -- named only if refused
-                    f"comment {p.values['key']} of issue {Issue.objects.get(pk=i)}"
-                )
-                label = "issues.issuecomment"
-                out[p.old] = _same_or_kept(restorer, label, p, row, COMMENT_CONTENT, what)
+            if (row := found.get(p.values[key])) is not None:
+                what = lambda p=p, i=parent_id: describe(p, i)  # noqa: E731 -- named only if refused
+                out[p.old] = _same_or_kept(restorer, label, p, row, content, what)
     return out
 
 
