@@ -72,3 +72,16 @@ def test_demo_round_labeled_on_sqlite_gets_its_agreement_run_and_decisions(tmp_p
     assert 18 <= decided < 36  # the even items are unanimous; the odd ones mostly queued
     result = json.loads(manage("compute_agreement", "1", "--json", data_dir=tmp_path).stdout)
     assert {facet["key"] for facet in result["facets"]} >= {"screening", "symptom", "fix-pattern"}
+    # the report page shows the run (its query has no PostgreSQL-only DISTINCT ON)
+    page = manage("shell", "--no-imports", "-c", REPORT_PAGE, data_dir=tmp_path).stdout.split()
+    assert page == ["200", "True"], page
+
+
+REPORT_PAGE = """
+from django.contrib.auth.models import User
+from django.test import Client
+client = Client(HTTP_HOST="127.0.0.1")
+client.force_login(User.objects.get(username="demo"))
+response = client.get("/agreement/studies/1/")
+print(response.status_code, b'data-status="succeeded"' in response.content)
+"""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.db import models
+from django.db import connection, models
 from django.db.models import F, Q
 from django.urls import reverse
 
@@ -51,9 +51,16 @@ class AgreementRunQuerySet(models.QuerySet["AgreementRun"]):
 
     def latest_per_round(self) -> list[AgreementRun]:
         """The newest succeeded run of each round (and of "all rounds"), oldest round first."""
-        runs = self.succeeded().order_by("round__number", "-created_at", "-pk")
-        runs = runs.distinct("round__number").select_related("round")
-        return list(runs)
+        ordered = self.succeeded().order_by("round__number", "-created_at", "-pk")
+        if connection.vendor == "postgresql":
+            return list(ordered.distinct("round__number").select_related("round"))
+        # SQLite (the embedded demo) has no DISTINCT ON: ids first, then only the runs shown,
+        # whose results can be large.
+        newest: dict[int | None, int] = {}
+        for pk, round_id in ordered.values_list("pk", "round_id"):
+            newest.setdefault(round_id, pk)
+        chosen = self.model.objects.filter(pk__in=newest.values()).select_related("round")
+        return list(chosen.order_by(F("round__number").asc(nulls_last=True)))
 
 
 class AgreementRun(Job):
