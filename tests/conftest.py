@@ -25,6 +25,15 @@ if os.environ.get("CI"):
     hypothesis_settings.load_profile("ci")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def empty_cache() -> None:
+    """The test database is new on each run, its ids start again: what an earlier run left in
+    the cache (e.g. a round's progress by round id) must not be served."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 @pytest.fixture
 def user(db):  # type: ignore[no-untyped-def]
     return UserFactory()

@@ -24,6 +24,7 @@ from django.db.models import Exists, F, Max, OuterRef, Q
 from django.utils import timezone
 
 from annotator.jobs import claim_job, finish_job, job_heartbeat, report_progress
+from annotator.queries import one_or_none
 from annotator.studies.models import Annotation, Item, Round, Study
 
 from .labels import CONVENTIONS, LabelTable, load_label_table
@@ -213,10 +214,13 @@ def on_round_progress(*, item_id: int) -> None:
 
 
 def _start_if_complete(item_id: int) -> None:
-    round_id = (
+    # One query in the common case (the item or its round still incomplete); the partial index
+    # item_incomplete answers the NOT EXISTS with one probe.
+    incomplete = Item.objects.filter(round=OuterRef("round"), submitted_count__lt=F("quota"))
+    round_id = one_or_none(
         Item.objects.filter(pk=item_id, submitted_count__gte=F("quota"))
+        .exclude(Exists(incomplete))
         .values_list("round_id", flat=True)
-        .first()
     )
     if round_id is not None:
         start_runs_for_completed_rounds(round_ids=[round_id])

@@ -216,7 +216,15 @@ class Item(models.Model):
                 F("active_count").desc(),
                 "position",
                 name="item_pool",
-            )
+            ),
+            # "is the round complete?", asked after every submit that completes an item
+            # (agreement/services.py): one probe of the round's incomplete items, however
+            # many are complete.
+            models.Index(
+                fields=["round"],
+                name="item_incomplete",
+                condition=Q(submitted_count__lt=F("quota")),
+            ),
         ]
 
     def __str__(self) -> str:

@@ -198,3 +198,15 @@ def test_selection_records_filters_counts_and_seed_and_is_reproducible():
 )
 def test_proportional_allocation_by_largest_remainder(sizes, n, expected):
     assert sampling.allocate(sizes, n) == expected
+
+
+def test_round_progress_is_exact_unless_an_age_is_allowed(world):
+    from annotator.studies.services.progress import round_progress
+
+    a, assignment = start(world)
+    round_id = assignment.item.round_id
+    before = round_progress(round_id=round_id)
+    assert round_progress(round_id=round_id, max_age=5) == before  # cached now
+    submit_annotation(assignment=assignment, user=a, labels=world.labels(screening="relevant"))
+    assert round_progress(round_id=round_id).done == before.done + 1
+    assert round_progress(round_id=round_id, max_age=5) == before  # up to 5 s old

@@ -10,6 +10,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from annotator.queries import one_or_none
 from annotator.studies.codebook import CodebookSchema, codebook_schema
 from annotator.studies.models import Annotation, Item, Study
 from taxonomy_app.models import Facet
@@ -40,12 +41,13 @@ def decide_item_if_complete(*, item: Item, schema: CodebookSchema | None = None)
         "submitted_count", "quota", "study_id", "study__codebook_version_id",
         "study__adjudication__majority_rule",
     )  # fmt: skip
-    state = row.first()
+    state = one_or_none(row)
     if state is None or state["submitted_count"] < state["quota"]:
         return None
     if schema is not None and schema.version_id == state["study__codebook_version_id"]:
         facets = [f.id for f in schema.facets]
     else:
+        schema = None
         facets = list(
             Facet.objects.filter(version=state["study__codebook_version_id"])
             .order_by("order", "pk")
@@ -54,16 +56,20 @@ def decide_item_if_complete(*, item: Item, schema: CodebookSchema | None = None)
     majority = bool(state["study__adjudication__majority_rule"])
     outcome = rules.decide(submitted_label_sets(item.pk), facets, majority=majority)
     _store_agreement(item.pk, outcome)
-    decision = Decision.objects.select_for_update().filter(item=item.pk).first()
+    decision = one_or_none(Decision.objects.select_for_update().filter(item=item.pk))
     if decision is not None and not decision.is_automatic:
         return decision
     if outcome.source is None:
         if decision is not None:
             decision.delete()
-            record_change(item=item, user=None)
+            record_change(item=item, user=None, decision=None)
         return None
-    decision = _save_automatic(item.pk, decision, outcome)
-    record_change(item=item, user=None)
+    rows = [(f, c) for f, cs in outcome.labels.items() for c in sorted(cs)]
+    decision = _save_automatic(item.pk, decision, outcome.source, rows)
+    if schema is None:
+        record_change(item=item, user=None)
+    else:  # the history's snapshot from what was just written, not read back
+        record_change(item=item, user=None, decision=decision, labels=schema.codes(rows))
     return decision
 
 
@@ -97,15 +103,17 @@ def _store_agreement(item_id: int, outcome: rules.Outcome) -> None:
     )
 
 
-def _save_automatic(item_id: int, decision: Decision | None, outcome: rules.Outcome) -> Decision:
-    assert outcome.source is not None
+def _save_automatic(
+    item_id: int, decision: Decision | None, source: str, rows: Sequence[tuple[int, int]]
+) -> Decision:
     if decision is None:
-        decision = Decision.objects.create(item_id=item_id, source=outcome.source)
+        decision = Decision.objects.create(item_id=item_id, source=source)
     else:
         Decision.objects.filter(pk=decision.pk).update(
-            source=outcome.source, version=F("version") + 1, updated_at=timezone.now()
+            source=source, version=F("version") + 1, updated_at=timezone.now()
         )
-    _write_labels(decision, [(f, c) for f, cs in outcome.labels.items() for c in sorted(cs)])
+        decision.source = source
+    _write_labels(decision, rows)
     return decision
 
 
@@ -152,7 +160,7 @@ def adjudicate_item(
 def _claim(item: Item, version: int, values: dict[str, Any]) -> Decision:
     """Write the decision row only if it is still at `version` (compare-and-set), under the
     item's row lock, as `decide_item_if_complete` takes it."""
-    Item.objects.select_for_update(no_key=True).filter(pk=item.pk).values_list("pk").first()
+    one_or_none(Item.objects.select_for_update(no_key=True).filter(pk=item.pk).values_list("pk"))
     if version == 0:
         try:
             with transaction.atomic():

@@ -7,13 +7,21 @@ so a save that changed nothing records nothing and "before" needs no read ahead 
 
 from __future__ import annotations
 
-from typing import Any
+from enum import Enum
+from typing import Any, Literal
 
+from annotator.queries import one_or_none
 from annotator.studies.models import Annotation, AnnotationLabel, Item
 
 from ..models import Change, Decision, DecisionLabel
 
 Snapshot = dict[str, Any]
+
+
+class Read(Enum):
+    """`record_change(decision=Read.IT)`: read the item's decision (the default)."""
+
+    IT = "read it"
 
 
 def record_change(
@@ -22,13 +30,17 @@ def record_change(
     annotation: Annotation | None = None,
     item: Item | None = None,
     labels: dict[str, list[str]] | None = None,
+    decision: Decision | Literal[Read.IT] | None = Read.IT,
+    first: bool = False,
 ) -> Change | None:
     """Record the current state of `annotation`, or (given `item` alone) of the item's decision
     (None after it was withdrawn), if it differs from the last recorded state. Returns the new
     Change, or None when nothing changed. Call it inside the writing transaction.
 
-    `labels`, when the writer has them at hand ({facet key: sorted codes}, as just written),
-    spare reading them back."""
+    What the writer has at hand spares reading it back (this runs inside every submit):
+    `labels` ({facet key: sorted codes}, as just written), `decision` (the item's decision as
+    just written, None once withdrawn) and `first` (nothing was ever recorded for this
+    annotation: its first submit)."""
     after: Snapshot | None
     if annotation is not None:
         item_id = annotation.assignment.item_id
@@ -37,12 +49,16 @@ def record_change(
         subject = Change.Subject.ANNOTATION
     elif item is not None:
         item_id = item.pk
-        after = decision_snapshot(Decision.objects.filter(item=item).first())
+        if decision is Read.IT:
+            decision, labels = one_or_none(Decision.objects.filter(item=item)), None
+        after = decision_snapshot(decision, labels=labels)
         last = Change.objects.filter(item=item, subject=Change.Subject.DECISION)
         subject = Change.Subject.DECISION
     else:
         raise TypeError("record_change needs annotation= or item=")
-    previous = last.order_by("-at", "-pk").values_list("after", flat=True).first()
+    previous = None
+    if not first:
+        previous = last.order_by("-at", "-pk").values_list("after", flat=True).first()
     if previous == after:
         return None
     return Change.objects.create(
@@ -65,15 +81,19 @@ def annotation_snapshot(
     }
 
 
-def decision_snapshot(decision: Decision | None) -> Snapshot | None:
+def decision_snapshot(
+    decision: Decision | None, *, labels: dict[str, list[str]] | None = None
+) -> Snapshot | None:
     if decision is None:
         return None
-    rows = DecisionLabel.objects.filter(decision=decision)
+    if labels is None:
+        rows = DecisionLabel.objects.filter(decision=decision)
+        labels = _codes(rows.values_list("facet__key", "category__code"))
     return {
         "source": decision.source,
         "reason": decision.reason,
         "comment": decision.comment,
-        "labels": _codes(rows.values_list("facet__key", "category__code")),
+        "labels": labels,
     }
 
 

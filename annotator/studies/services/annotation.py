@@ -69,7 +69,7 @@ def submit_annotation(
         Item.objects.filter(pk=assignment.item_id).update(submitted_count=F("submitted_count") + 1)
         on_round_progress(item_id=assignment.item_id)  # a complete round gets its agreement run
     # The item's history, and its decision once all k annotations are in (adjudication).
-    record_change(annotation=annotation, user=user, labels=schema.codes(rows))
+    record_change(annotation=annotation, user=user, labels=schema.codes(rows), first=first_submit)
     decide_item_if_complete(item=assignment.item, schema=schema)
     return annotation
 

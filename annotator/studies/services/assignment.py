@@ -11,6 +11,8 @@ from django.db import transaction
 from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
+from annotator.queries import one_or_none
+
 from ..errors import StudyError
 from ..models import Assignment, Item, Membership, Study
 
@@ -46,10 +48,10 @@ def next_assignment(*, study: Study, annotator: Any) -> Assignment | None:
 
 
 def _lock_annotator(study: Study, annotator: Any) -> Membership:
-    membership = (
-        Membership.objects.select_for_update()
-        .filter(study=study, user=annotator, role=Membership.Role.ANNOTATOR)
-        .first()
+    membership = one_or_none(
+        Membership.objects.select_for_update().filter(
+            study=study, user=annotator, role=Membership.Role.ANNOTATOR
+        )
     )
     if membership is None:
         raise StudyError("only the study's annotators are given items to label")
@@ -91,11 +93,10 @@ def lock_assignment(assignment: Assignment, user: Any) -> Assignment:
     """`assignment` with its row locked for update and its status re-read under the lock; only
     its annotator may write to it. The lock reads one row, without joins: the caller's object
     keeps the item and study it was loaded with (they are loaded here if it was not)."""
-    row = (
+    row = one_or_none(
         Assignment.objects.select_for_update()
         .filter(pk=assignment.pk)
         .values_list("annotator_id", "status")
-        .first()
     )
     if row is None:
         raise Assignment.DoesNotExist(f"assignment {assignment.pk} no longer exists")

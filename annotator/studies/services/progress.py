@@ -4,9 +4,10 @@ aggregate queries each, whatever the number of items)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
 from django.db.models import Avg, Count, Q, Sum
 
 from ..models import Annotation, Assignment, Item, Round, Study
@@ -34,8 +35,18 @@ def annotator_progress(*, round_id: int, annotator: Any) -> Progress:
     return Progress(done=counts["done"], total=counts["total"])
 
 
-def round_progress(*, round_id: int) -> Progress:
-    """Submitted annotations of a round over the annotations it needs (sum of quotas)."""
+def round_progress(*, round_id: int, max_age: int = 0) -> Progress:
+    """Submitted annotations of a round over the annotations it needs (sum of quotas).
+
+    `max_age` > 0 accepts a figure up to that many seconds old from the cache: the annotate
+    page shows it on every item, and the sum reads every item of the round."""
+    if max_age > 0:
+        key = f"studies:round-progress:{round_id}"
+        cached = cache.get(key)
+        if cached is None:
+            cached = round_progress(round_id=round_id)
+            cache.set(key, cached, max_age)
+        return cast(Progress, cached)
     counts = Item.objects.filter(round_id=round_id).aggregate(
         done=Sum("submitted_count"), total=Sum("quota")
     )
