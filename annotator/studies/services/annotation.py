@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from django.db import transaction
-from django.db.models import F
+from django.db import connection, transaction
 from django.utils import timezone
 
 from annotator.adjudication.services import decide_item_if_complete, record_change
@@ -61,17 +60,37 @@ def submit_annotation(
     reclaim_if_expired(assignment)
     first_submit = assignment.status != Status.SUBMITTED
     annotation = _write(assignment, rows, notes, seconds_spent, Annotation.Status.SUBMITTED)
+    # A re-submit may change an automatic decision: the rules run again on every one of them.
+    completes = not first_submit
     if first_submit:
         now = timezone.now()
         Assignment.objects.filter(pk=assignment.pk).update(
             status=Status.SUBMITTED, finished_at=now, touched_at=now
         )
-        Item.objects.filter(pk=assignment.item_id).update(submitted_count=F("submitted_count") + 1)
-        on_round_progress(item_id=assignment.item_id)  # a complete round gets its agreement run
+        completes = _count_submit(assignment.item_id)
+        if completes:
+            on_round_progress(item_id=assignment.item_id)  # a complete round gets its run
     # The item's history, and its decision once all k annotations are in (adjudication).
     record_change(annotation=annotation, user=user, labels=schema.codes(rows), first=first_submit)
-    decide_item_if_complete(item=assignment.item, schema=schema)
+    if completes:
+        decide_item_if_complete(item=assignment.item, schema=schema)
     return annotation
+
+
+def _count_submit(item_id: int) -> bool:
+    """Count a first submit on its item; True when that makes the item complete. One statement
+    (the ORM's update cannot return the new count): the item's row lock it takes is held to
+    the end of the submit, so the answer stays true, and an item still waiting for annotations
+    costs no further query for its decision."""
+    item = connection.ops.quote_name(Item._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {item} SET submitted_count = submitted_count + 1 WHERE id = %s"
+            " RETURNING submitted_count >= quota",
+            [item_id],
+        )
+        (complete,) = cursor.fetchone()
+    return bool(complete)
 
 
 def validate_labels(

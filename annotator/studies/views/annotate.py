@@ -6,12 +6,15 @@ only their own assignments, so their own labels are the only ones these pages ev
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -29,6 +32,14 @@ from .facets import facets_html
 # The round's figure on the annotate page may be this many seconds old (the annotator's own is
 # exact): summing a large round on every page view costs more than the rest of the page.
 ROUND_PROGRESS_MAX_AGE = 5
+
+
+@lru_cache(maxsize=1)
+def skip_fields() -> SafeString:
+    """The skip form's fields, rendered once: the same on every page, and Django's form
+    rendering (widget templates) cost about a third of the page's rendering."""
+    html = render_to_string("studies/annotate.html#skip-fields", {"skip_form": SkipForm()})
+    return mark_safe(html)  # rendered and escaped by the template engine
 
 
 def annotate_next(request: HttpRequest, study_id: int) -> HttpResponse:
@@ -81,7 +92,7 @@ def annotate(request: HttpRequest, assignment_id: int) -> HttpResponse:
         round_progress=round_progress(
             round_id=assignment.item.round_id, max_age=ROUND_PROGRESS_MAX_AGE
         ),
-        skip_form=SkipForm(),
+        skip_fields=skip_fields(),
     )
     return render(request, "studies/annotate.html", context)
 
@@ -179,7 +190,9 @@ def _form_again(
     if getattr(request, "htmx", False):
         # htmx swaps 2xx answers only; the form comes back with its errors in place.
         return render(request, "studies/annotate.html#annotate-form", context)
-    context.update(issue=assignment.item.issue, body_html="", comments=[], skip_form=SkipForm())
+    context.update(
+        issue=assignment.item.issue, body_html="", comments=[], skip_fields=skip_fields()
+    )
     return render(request, "studies/annotate.html", context, status=400)
 
 
