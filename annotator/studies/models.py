@@ -209,13 +209,16 @@ class Item(models.Model):
             ),
         ]
         indexes = [
-            # next_assignment's order (services/assignment.py)
+            # next_assignment's order (services/assignment.py), over the items with a free
+            # slot only: full items leave it, so the scan for the next item does not pass over
+            # every complete item (they sort first, breadth first) as the study progresses.
             models.Index(
                 "round",
                 F("submitted_count").desc(),
                 F("active_count").desc(),
                 "position",
                 name="item_pool",
+                condition=Q(active_count__lt=F("quota")),
             ),
             # "is the round complete?", asked after every submit that completes an item
             # (agreement/services.py): one probe of the round's incomplete items, however

@@ -185,7 +185,7 @@ def test_record_change_skips_a_save_that_changed_nothing(scene):
 
 # What a submit costs with its two adjudication calls (record_change, decide_item_if_complete):
 # the same whatever the number of labels, facets or items; recorded so a change is noticed.
-SUBMIT_QUERIES = {"not complete": 11, "complete": 21}
+SUBMIT_QUERIES = {"not complete": 10, "complete": 19}
 
 
 @pytest.mark.parametrize("multi", [False, True], ids=["one-label", "many-labels"])

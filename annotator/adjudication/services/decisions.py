@@ -108,17 +108,22 @@ def _save_automatic(
 ) -> Decision:
     if decision is None:
         decision = Decision.objects.create(item_id=item_id, source=source)
-    else:
-        Decision.objects.filter(pk=decision.pk).update(
-            source=source, version=F("version") + 1, updated_at=timezone.now()
-        )
-        decision.source = source
+        _write_labels(decision, rows, new=True)
+        return decision
+    Decision.objects.filter(pk=decision.pk).update(
+        source=source, version=F("version") + 1, updated_at=timezone.now()
+    )
+    decision.source = source
     _write_labels(decision, rows)
     return decision
 
 
-def _write_labels(decision: Decision, rows: Sequence[tuple[int, int]]) -> None:
-    DecisionLabel.objects.filter(decision=decision).delete()
+def _write_labels(
+    decision: Decision, rows: Sequence[tuple[int, int]], *, new: bool = False
+) -> None:
+    """Replace the decision's labels (`new`: it was just created, there are none to delete)."""
+    if not new:
+        DecisionLabel.objects.filter(decision=decision).delete()
     DecisionLabel.objects.bulk_create(
         DecisionLabel(decision=decision, facet_id=facet, category_id=category)
         for facet, category in rows

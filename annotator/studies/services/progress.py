@@ -8,7 +8,8 @@ from typing import Any, cast
 
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
-from django.db.models import Avg, Count, Q, Sum
+from django.db import connection
+from django.db.models import Avg, Count, Sum
 
 from ..models import Annotation, Assignment, Item, Round, Study
 
@@ -28,11 +29,26 @@ class Progress:
 def annotator_progress(*, round_id: int, annotator: Any) -> Progress:
     """The annotator's submitted items of a round, over those they were given (skips and
     timeouts not counted)."""
-    counts = Assignment.objects.filter(item__round_id=round_id, annotator=annotator).aggregate(
-        done=Count("pk", filter=Q(status=Status.SUBMITTED)),
-        total=Count("pk", filter=Q(status__in=[Status.SUBMITTED, Status.ASSIGNED])),
-    )
-    return Progress(done=counts["done"], total=counts["total"])
+    # In SQL: it is on every annotate page, and the ORM took longer to compose the aggregate
+    # than PostgreSQL to answer it.
+    assignment = connection.ops.quote_name(Assignment._meta.db_table)
+    item = connection.ops.quote_name(Item._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT COUNT(*) FILTER (WHERE a.status = %s),"
+            " COUNT(*) FILTER (WHERE a.status IN (%s, %s))"
+            f" FROM {assignment} a JOIN {item} i ON i.id = a.item_id"
+            " WHERE i.round_id = %s AND a.annotator_id = %s",
+            [
+                Status.SUBMITTED,
+                Status.SUBMITTED,
+                Status.ASSIGNED,
+                round_id,
+                getattr(annotator, "pk", annotator),
+            ],
+        )
+        done, total = cursor.fetchone()
+    return Progress(done=done, total=total)
 
 
 def round_progress(*, round_id: int, max_age: int = 0) -> Progress:
