@@ -181,9 +181,58 @@ def annotator(browser: Browser, study: int, labels: dict[str, Any], think: float
             stats.errors.append(repr(error)[:200])
 
 
+def cpu_ticks() -> tuple[int, int, int] | None:
+    """(all, idle, stolen) CPU ticks of the machine so far, from /proc/stat (Linux); None
+    elsewhere. Idle time at saturation means waiting (locks, disk), not computing; on a virtual
+    machine the hypervisor may run other guests on "our" cores, and the stolen share says how
+    much of a phase's figures is the neighbours, not the app."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return sum(fields[:8]), fields[3] + fields[4], fields[7]
+
+
+def cpu_shares(before: tuple[int, int, int] | None) -> dict[str, float | None]:
+    after = cpu_ticks()
+    if before is None or after is None or after[0] == before[0]:
+        return {"cpu_idle_percent": None, "cpu_stolen_percent": None}
+    total = after[0] - before[0]
+    return {
+        "cpu_idle_percent": round(100 * (after[1] - before[1]) / total, 1),
+        "cpu_stolen_percent": round(100 * (after[2] - before[2]) / total, 1),
+    }
+
+
+def process_cpu() -> dict[str, float]:
+    """CPU seconds used so far by the app server (gunicorn), PostgreSQL and this load generator
+    (Linux /proc; empty elsewhere). Differences over a phase, per loop, say where a loop's CPU
+    goes. Backends are persistent (DATABASE_CONN_MAX_AGE), so none exits mid-phase."""
+    tick = os.sysconf("SC_CLK_TCK")
+    used = {"app": 0.0, "postgres": 0.0, "load generator": 0.0}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        comm, fields = stat[stat.index("(") + 1 : stat.rindex(")")], stat.rsplit(")", 1)[1].split()
+        seconds = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+        if int(entry.name) == os.getpid():
+            used["load generator"] += seconds
+        elif b"gunicorn" in cmdline:
+            used["app"] += seconds
+        elif comm == "postgres":
+            used["postgres"] += seconds
+    return used
+
+
 def run_phase(browsers: list[Browser], study: int, labels: dict[str, Any], think: float,
               seconds: float) -> dict[str, Any]:  # fmt: skip
     stats = Stats()
+    ticks, used = cpu_ticks(), process_cpu()
     start = time.monotonic()
     until = start + seconds
     threads = [
@@ -195,7 +244,12 @@ def run_phase(browsers: list[Browser], study: int, labels: dict[str, Any], think
     for thread in threads:
         thread.join(timeout=seconds + 60)
     elapsed = time.monotonic() - start
-    return summarize(stats, elapsed, think)
+    after = process_cpu()
+    per_loop = {
+        name: round(1000 * (after[name] - used[name]) / stats.loops, 1) if stats.loops else None
+        for name in used
+    }
+    return {**summarize(stats, elapsed, think), **cpu_shares(ticks), "cpu_ms_per_loop": per_loop}
 
 
 def summarize(stats: Stats, elapsed: float, think: float) -> dict[str, Any]:
@@ -307,6 +361,14 @@ def report(args: argparse.Namespace, results: dict[str, Any]) -> None:
           f"{'ok' if not think['errors'] and not sat['errors'] else 'MISSED'}; "
           f"≥ {TARGET_LOOPS} loops/s at saturation: {sat['loops_per_s']} "
           f"{'ok' if sat['loops_per_s'] >= TARGET_LOOPS else 'MISSED'}")  # fmt: skip
+    if think["cpu_idle_percent"] is not None:
+        print(f"CPU idle: think {think['cpu_idle_percent']}%, saturation "
+              f"{sat['cpu_idle_percent']}%; stolen by the hypervisor (other guests): "
+              f"think {think['cpu_stolen_percent']}%, "
+              f"saturation {sat['cpu_stolen_percent']}%")  # fmt: skip
+    for phase in ("think", "saturation"):
+        shares = ", ".join(f"{k} {v}" for k, v in results[phase]["cpu_ms_per_loop"].items())
+        print(f"CPU ms per loop ({phase}): {shares}")
     print(f"reference: {REFERENCE}")
 
 
