@@ -34,6 +34,32 @@ def test_demo_seeds_an_sqlite_database_without_any_service(tmp_path):
     with sqlite3.connect(tmp_path / "annotator.sqlite3") as db:
         assert db.execute("SELECT count(*) FROM issues_issue").fetchone() == (36,)
         assert db.execute("SELECT max(comments_count) FROM issues_issue").fetchone()[0] > 0
+    # the annotate page and its submit (hand-written SQL among their queries) work on SQLite too
+    out = manage("shell", "--no-imports", "-c", LABEL_ON_THE_PAGE, data_dir=tmp_path).stdout
+    assert out.split() == ["200", "True", "You:0/1", "200", "True", "200", "You:1/2"], out
+
+
+LABEL_ON_THE_PAGE = """
+import re
+from django.contrib.auth.models import User
+from django.test import Client
+from annotator.studies.codebook import codebook_schema
+from annotator.studies.models import Study
+study = Study.objects.get()
+schema = codebook_schema(study.codebook_version)
+client = Client(HTTP_HOST="127.0.0.1")
+client.force_login(User.objects.get(username="annotator1"))
+def mine(page):
+    return "You:" + re.search(rb"data-my-progress>([^<]+)<", page.content).group(1).decode().replace(" ", "")
+page = client.get(f"/studies/{study.pk}/annotate/", follow=True)
+print(page.status_code, b'id="annotate-form"' in page.content, mine(page))
+labels = {f"facet-{f.id}": [next(c for c, of in schema.facet_of.items() if of == f.id)]
+          for f in schema.facets if f.required}
+done = client.post(page.request["PATH_INFO"] + "submit/", labels, HTTP_HX_REQUEST="true")
+print(done.status_code, bool(done.get("HX-Redirect")))
+page = client.get(done["HX-Redirect"])
+print(page.status_code, mine(page))
+"""
 
 
 LABEL_THE_DEMO = """
