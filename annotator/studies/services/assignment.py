@@ -11,7 +11,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotator.queries import one_or_none
+from annotator.queries import Columns
 
 from ..errors import StudyError
 from ..models import Assignment, Item, Membership, Study
@@ -31,12 +31,8 @@ def next_assignment(*, study: Study, annotator: Any) -> Assignment | None:
     different item instead of queueing on one. The annotator's membership row is locked first,
     so two tabs of one annotator cannot take two items at once.
     """
-    _lock_annotator(study, annotator)
-    current = (
-        Assignment.objects.filter(item__study=study, annotator=annotator, status=Status.ASSIGNED)
-        .order_by("assigned_at", "pk")
-        .first()
-    )
+    _lock_annotator(study.pk, annotator.pk)
+    current = _open_assignment(study.pk, annotator.pk)
     if current is not None:
         return current
     item_id = _free_item(study.pk, annotator.pk)
@@ -47,37 +43,60 @@ def next_assignment(*, study: Study, annotator: Any) -> Assignment | None:
     return assignment
 
 
-def _lock_annotator(study: Study, annotator: Any) -> Membership:
-    membership = one_or_none(
-        Membership.objects.select_for_update().filter(
-            study=study, user=annotator, role=Membership.Role.ANNOTATOR
+# The three reads of "next item" are written in SQL: they run on every submit, and the ORM
+# spent longer composing them than PostgreSQL took to answer. SQLite (the demo) has no row locks.
+
+
+def _lock_annotator(study_id: int, annotator_id: int) -> None:
+    membership = connection.ops.quote_name(Membership._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT 1 FROM {membership} WHERE study_id = %s AND user_id = %s AND role = %s"
+            + _lock_clause(""),
+            [study_id, annotator_id, Membership.Role.ANNOTATOR],
         )
-    )
-    if membership is None:
-        raise StudyError("only the study's annotators are given items to label")
-    return membership
+        if cursor.fetchone() is None:
+            raise StudyError("only the study's annotators are given items to label")
+
+
+_OPEN = Columns(Assignment, "a")
+
+
+def _open_assignment(study_id: int, annotator_id: int) -> Assignment | None:
+    """The annotator's oldest assignment in progress in the study."""
+    item = connection.ops.quote_name(Item._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {_OPEN.sql()} FROM {_OPEN.table()} JOIN {item} i ON i.id = a.item_id"
+            " WHERE i.study_id = %s AND a.annotator_id = %s AND a.status = %s"
+            " ORDER BY a.assigned_at, a.id LIMIT 1",
+            [study_id, annotator_id, Status.ASSIGNED],
+        )
+        row = cursor.fetchone()
+    return _OPEN.build(row, 0) if row else None
+
+
+def _lock_clause(of: str, *, skip_locked: bool = False) -> str:
+    """FOR UPDATE [OF …] [SKIP LOCKED] where the database has row locks."""
+    if not connection.features.has_select_for_update:
+        return ""
+    return " FOR UPDATE" + (f" OF {of}" if of else "") + (" SKIP LOCKED" if skip_locked else "")
 
 
 def _free_item(study_id: int, annotator_id: int) -> int | None:
-    """The id of the next item for the annotator, its row locked (SKIP LOCKED), or None.
-
-    Written in SQL: this runs on every "next item", and the ORM spent longer composing the
-    query (NOT EXISTS, four sort keys, the lock clause) than PostgreSQL took to answer it. The
+    """The id of the next item for the annotator, its row locked (SKIP LOCKED), or None. The
     partial index item_pool holds exactly the rows of this order with a free slot, so the scan
     stops at the first item the annotator was never given. Rounds are numbered in creation
     order, so round_id orders them without a join."""
     item = connection.ops.quote_name(Item._meta.db_table)
     assignment = connection.ops.quote_name(Assignment._meta.db_table)
-    lock = " FOR UPDATE OF i SKIP LOCKED"
-    if not connection.features.has_select_for_update_skip_locked:  # SQLite (the demo)
-        lock = ""
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT i.id FROM {item} i"
             " WHERE i.study_id = %s AND i.active_count < i.quota AND NOT EXISTS"
             f" (SELECT 1 FROM {assignment} a WHERE a.item_id = i.id AND a.annotator_id = %s)"
             " ORDER BY i.round_id, i.submitted_count DESC, i.active_count DESC, i.position"
-            f" LIMIT 1{lock}",
+            " LIMIT 1" + _lock_clause("i", skip_locked=True),
             [study_id, annotator_id],
         )
         row = cursor.fetchone()
@@ -106,11 +125,13 @@ def lock_assignment(assignment: Assignment, user: Any) -> Assignment:
     """`assignment` with its row locked for update and its status re-read under the lock; only
     its annotator may write to it. The lock reads one row, without joins: the caller's object
     keeps the item and study it was loaded with (they are loaded here if it was not)."""
-    row = one_or_none(
-        Assignment.objects.select_for_update()
-        .filter(pk=assignment.pk)
-        .values_list("annotator_id", "status")
-    )
+    table = connection.ops.quote_name(Assignment._meta.db_table)
+    with connection.cursor() as cursor:  # in SQL, as the reads of "next item" above
+        cursor.execute(
+            f"SELECT annotator_id, status FROM {table} WHERE id = %s" + _lock_clause(""),
+            [assignment.pk],
+        )
+        row = cursor.fetchone()
     if row is None:
         raise Assignment.DoesNotExist(f"assignment {assignment.pk} no longer exists")
     annotator_id, status = row
