@@ -66,11 +66,12 @@ class TolerantRedisCacheClient(RedisCacheClient):
         """One Redis client per connection pool, kept: Django's builds a new client object on
         every call, which cost about a third of a cache read (sessions are read on every
         request). A client is thread-safe; its pool hands out the connections."""
-        pool = self._get_connection_pool(write)
+        django_client: Any = self  # its pools and client class are private (not in the stubs)
+        pool = django_client._get_connection_pool(write)
         clients: dict[int, Any] = self.__dict__.setdefault("_clients", {})
         client = clients.get(id(pool))
         if client is None:
-            client = clients[id(pool)] = self._client(connection_pool=pool)
+            client = clients[id(pool)] = django_client._client(connection_pool=pool)
         return client
 
     def _run(self, call: Callable[[], T], fallback: T, written: Iterable[Any] = ()) -> T:
