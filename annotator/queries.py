@@ -9,6 +9,7 @@ from django.db import connection
 from django.db.models import Model, QuerySet
 
 Row = TypeVar("Row")
+M = TypeVar("M", bound=Model)
 
 
 def one_or_none(queryset: QuerySet[Any, Row]) -> Row | None:
@@ -66,3 +67,29 @@ class Columns:
                     found.append((index, converters, column))
             self._converters[connection.vendor] = found
         return found
+
+
+def insert(instance: M) -> M:
+    """Insert a new `instance` in one hand-written INSERT … RETURNING, as `save()` would store
+    it (defaults, `auto_now_add` and the other fields' pre_save), and return it with its key.
+
+    No save signals are sent (nothing in this project listens to them). For the labeling loop,
+    where compiling the ORM's insert cost more than the insert."""
+    meta = instance._meta
+    pk = meta.pk
+    assert pk is not None
+    fields = [f for f in meta.concrete_fields if f is not pk or getattr(instance, f.attname)]
+    values = [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields]
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(str(f.column)) for f in fields)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {quote(meta.db_table)} ({columns})"
+            f" VALUES ({', '.join(['%s'] * len(fields))}) RETURNING {quote(str(pk.column))}",
+            values,
+        )
+        (key,) = cursor.fetchone()
+    setattr(instance, pk.attname, key)
+    instance._state.adding = False
+    instance._state.db = connection.alias
+    return instance

@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Literal
 
-from annotator.queries import one_or_none
+from annotator.queries import insert, one_or_none
 from annotator.studies.models import Annotation, AnnotationLabel, Item
 
 from ..models import Change, Decision, DecisionLabel
@@ -61,9 +61,11 @@ def record_change(
         previous = last.order_by("-at", "-pk").values_list("after", flat=True).first()
     if previous == after:
         return None
-    return Change.objects.create(
-        item_id=item_id, subject=subject, annotation=annotation,
-        user=user if getattr(user, "pk", None) else None, before=previous, after=after,
+    return insert(  # one statement without the ORM's compilation: this runs on every submit
+        Change(
+            item_id=item_id, subject=subject, annotation=annotation,
+            user=user if getattr(user, "pk", None) else None, before=previous, after=after,
+        )
     )  # fmt: skip
 
 
