@@ -6,7 +6,7 @@ from collections.abc import Collection, Sequence
 from typing import Any, TypeVar
 
 from django.db import connection
-from django.db.models import Model, QuerySet
+from django.db.models import Field, Model, QuerySet
 
 Row = TypeVar("Row")
 M = TypeVar("M", bound=Model)
@@ -69,9 +69,12 @@ class Columns:
         return found
 
 
-def insert(instance: M) -> M:
+def insert(instance: M, *, on_conflict: Sequence[str] = (), update: Sequence[str] = ()) -> M:
     """Insert a new `instance` in one hand-written INSERT … RETURNING, as `save()` would store
     it (defaults, `auto_now_add` and the other fields' pre_save), and return it with its key.
+    With `on_conflict` (the fields of a unique constraint) an existing row is updated instead,
+    its `update` fields set from `instance` (ON CONFLICT … DO UPDATE, as `bulk_create(...,
+    update_conflicts=True)` does).
 
     No save signals are sent (nothing in this project listens to them). For the labeling loop,
     where compiling the ORM's insert cost more than the insert."""
@@ -82,14 +85,23 @@ def insert(instance: M) -> M:
     values = [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields]
     quote = connection.ops.quote_name
     columns = ", ".join(quote(str(f.column)) for f in fields)
+    marks = ", ".join(["%s"] * len(fields))
+    sql = f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({marks})"
+    if on_conflict:
+        target = ", ".join(_column(instance, name) for name in on_conflict)
+        changed = [_column(instance, name) for name in update]
+        sets = ", ".join(f"{column} = EXCLUDED.{column}" for column in changed)
+        sql += f" ON CONFLICT ({target}) DO UPDATE SET {sets}"
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {quote(meta.db_table)} ({columns})"
-            f" VALUES ({', '.join(['%s'] * len(fields))}) RETURNING {quote(str(pk.column))}",
-            values,
-        )
+        cursor.execute(f"{sql} RETURNING {quote(str(pk.column))}", values)
         (key,) = cursor.fetchone()
     setattr(instance, pk.attname, key)
     instance._state.adding = False
     instance._state.db = connection.alias
     return instance
+
+
+def _column(instance: Model, name: str) -> str:
+    field = instance._meta.get_field(name)
+    assert isinstance(field, Field), name
+    return connection.ops.quote_name(str(field.column))

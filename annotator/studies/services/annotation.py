@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from annotator.adjudication.services import decide_item_if_complete, record_change
 from annotator.agreement.services import on_round_progress
+from annotator.queries import insert
 from taxonomy_app.errors import CodebookError
 from taxonomy_app.models import Category, Facet, Proposal
 from taxonomy_app.services import create_proposal
@@ -64,9 +65,12 @@ def submit_annotation(
     completes = not first_submit
     if first_submit:
         now = timezone.now()
-        Assignment.objects.filter(pk=assignment.pk).update(
-            status=Status.SUBMITTED, finished_at=now, touched_at=now
-        )
+        table = connection.ops.quote_name(Assignment._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {table} SET status = %s, finished_at = %s, touched_at = %s WHERE id = %s",
+                [Status.SUBMITTED, now, now, assignment.pk],
+            )
         completes = _count_submit(assignment.item_id)
         if completes:
             on_round_progress(item_id=assignment.item_id)  # a complete round gets its run
@@ -134,14 +138,18 @@ def _write(
     update = ["codebook_version", "status", "notes", "seconds_spent", "updated_at"]
     if status == Annotation.Status.SUBMITTED:
         update.append("submitted_at")
-    (annotation,) = Annotation.objects.bulk_create(
-        [annotation], update_conflicts=True, unique_fields=["assignment"], update_fields=update
-    )
-    AnnotationLabel.objects.filter(annotation=annotation).delete()
-    AnnotationLabel.objects.bulk_create(
-        AnnotationLabel(annotation=annotation, facet_id=facet, category_id=category)
-        for facet, category in rows
-    )
+    # Hand-written statements: they run on every draft save and submit, and compiling them in
+    # the ORM cost more than running them.
+    annotation = insert(annotation, on_conflict=["assignment"], update=update)
+    table = connection.ops.quote_name(AnnotationLabel._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {table} WHERE annotation_id = %s", [annotation.pk])
+        if rows:
+            cursor.execute(
+                f"INSERT INTO {table} (annotation_id, facet_id, category_id) VALUES "
+                + ", ".join(["(%s, %s, %s)"] * len(rows)),
+                [value for facet, category in rows for value in (annotation.pk, facet, category)],
+            )
     return annotation
 
 
