@@ -105,3 +105,29 @@ def _column(instance: Model, name: str) -> str:
     field = instance._meta.get_field(name)
     assert isinstance(field, Field), name
     return connection.ops.quote_name(str(field.column))
+
+
+def replace_rows(
+    model: type[Model],
+    parent: str,
+    parent_id: int,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    new: bool = False,
+) -> None:
+    """Replace the rows of `model` whose `parent` column is `parent_id` by `rows` (values of
+    `columns`, after the parent's): a DELETE (none when the parent is `new`) and one
+    multi-row INSERT. For the child rows (labels, facets) the labeling loop rewrites."""
+    quote = connection.ops.quote_name
+    table = quote(model._meta.db_table)
+    with connection.cursor() as cursor:
+        if not new:
+            cursor.execute(f"DELETE FROM {table} WHERE {quote(parent)} = %s", [parent_id])
+        if rows:
+            names = ", ".join(quote(name) for name in (parent, *columns))
+            marks = ", ".join(["%s"] * (len(columns) + 1))
+            cursor.execute(
+                f"INSERT INTO {table} ({names}) VALUES " + ", ".join([f"({marks})"] * len(rows)),
+                [value for row in rows for value in (parent_id, *row)],
+            )

@@ -10,6 +10,7 @@ import tracemalloc
 import pytest
 from django.apps import apps
 from django.contrib.auth import get_user_model
+from django.db.models import Max
 
 from annotator.backup.archive import ArchiveReader
 from annotator.backup.dump import dump_study
@@ -113,8 +114,10 @@ def test_a_dump_streams_rows_rather_than_holding_the_study(tmp_path):
     world = labelled_world()
     repository = world.issues[0].repository
     body = "NCCL WARN Call to ibv_reg_mr failed\n" * 1800  # ~64 KB
+    # numbers after the factory's: its sequence runs on across the tests of a session
+    first = Issue.objects.filter(repository=repository).aggregate(Max("number"))["number__max"] + 1
     Issue.objects.bulk_create(
-        Issue(repository=repository, number=1000 + n, title=f"log {n}", body=body, state="open",
+        Issue(repository=repository, number=first + n, title=f"log {n}", body=body, state="open",
               content_hash=f"{n:064x}")
         for n in range(400)
     )  # fmt: skip

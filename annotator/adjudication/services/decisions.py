@@ -10,7 +10,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotator.queries import one_or_none
+from annotator.queries import insert, one_or_none, replace_rows
 from annotator.studies.codebook import CodebookSchema, codebook_schema
 from annotator.studies.models import Annotation, Item, Study
 from taxonomy_app.models import Facet
@@ -92,22 +92,20 @@ def submitted_label_sets(item_id: int) -> list[dict[int, frozenset[int]]]:
 def _store_agreement(item_id: int, outcome: rules.Outcome) -> None:
     """Insert or update the item's agreement row in one statement, then its facets."""
     value = max(0.0, min(1.0, outcome.agreement))
-    (row,) = ItemAgreement.objects.bulk_create(
-        [ItemAgreement(item_id=item_id, value=value, computed_at=timezone.now())],
-        update_conflicts=True, unique_fields=["item"], update_fields=["value", "computed_at"],
+    row = insert(
+        ItemAgreement(item_id=item_id, value=value),
+        on_conflict=["item"], update=["value", "computed_at"],
     )  # fmt: skip
+    facets = [(facet,) for facet in outcome.disagreeing]
     through = ItemAgreement.disagreeing_facets.through
-    through.objects.filter(itemagreement_id=row.pk).delete()
-    through.objects.bulk_create(
-        through(itemagreement_id=row.pk, facet_id=facet) for facet in outcome.disagreeing
-    )
+    replace_rows(through, "itemagreement_id", row.pk, ["facet_id"], facets)
 
 
 def _save_automatic(
     item_id: int, decision: Decision | None, source: str, rows: Sequence[tuple[int, int]]
 ) -> Decision:
     if decision is None:
-        decision = Decision.objects.create(item_id=item_id, source=source)
+        decision = insert(Decision(item_id=item_id, source=source))
         _write_labels(decision, rows, new=True)
         return decision
     Decision.objects.filter(pk=decision.pk).update(
@@ -122,11 +120,8 @@ def _write_labels(
     decision: Decision, rows: Sequence[tuple[int, int]], *, new: bool = False
 ) -> None:
     """Replace the decision's labels (`new`: it was just created, there are none to delete)."""
-    if not new:
-        DecisionLabel.objects.filter(decision=decision).delete()
-    DecisionLabel.objects.bulk_create(
-        DecisionLabel(decision=decision, facet_id=facet, category_id=category)
-        for facet, category in rows
+    replace_rows(
+        DecisionLabel, "decision_id", decision.pk, ["facet_id", "category_id"], rows, new=new
     )
 
 

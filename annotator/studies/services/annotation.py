@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from annotator.adjudication.services import decide_item_if_complete, record_change
 from annotator.agreement.services import on_round_progress
-from annotator.queries import insert
+from annotator.queries import insert, replace_rows
 from taxonomy_app.errors import CodebookError
 from taxonomy_app.models import Category, Facet, Proposal
 from taxonomy_app.services import create_proposal
@@ -141,15 +141,7 @@ def _write(
     # Hand-written statements: they run on every draft save and submit, and compiling them in
     # the ORM cost more than running them.
     annotation = insert(annotation, on_conflict=["assignment"], update=update)
-    table = connection.ops.quote_name(AnnotationLabel._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {table} WHERE annotation_id = %s", [annotation.pk])
-        if rows:
-            cursor.execute(
-                f"INSERT INTO {table} (annotation_id, facet_id, category_id) VALUES "
-                + ", ".join(["(%s, %s, %s)"] * len(rows)),
-                [value for facet, category in rows for value in (annotation.pk, facet, category)],
-            )
+    replace_rows(AnnotationLabel, "annotation_id", annotation.pk, ["facet_id", "category_id"], rows)
     return annotation
 
 

@@ -123,6 +123,20 @@ def _select(parts: tuple[Columns, ...]) -> str:
     return f"SELECT {columns} FROM " + _JOINS[parts].format(**tables)
 
 
+_COMMENT = Columns(IssueComment, "c", defer={"raw", "content_hash", "key", "issue"})
+
+
+def _comments(issue_id: int) -> list[IssueComment]:
+    """The issue's comments in thread order, with what the page shows."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {_COMMENT.sql()} FROM {_COMMENT.table()} WHERE c.issue_id = %s"
+            " ORDER BY c.created_at, c.id",
+            [issue_id],
+        )
+        return [_COMMENT.build(row, 0) for row in cursor.fetchall()]
+
+
 def _build(parts: tuple[Columns, ...], row: Any) -> list[Any]:
     built, start = [], 0
     for part in parts:
@@ -133,9 +147,7 @@ def _build(parts: tuple[Columns, ...], row: Any) -> list[Any]:
 
 def annotate(request: HttpRequest, assignment_id: int) -> HttpResponse:
     assignment = _assignment_or_404(request, assignment_id)
-    comments = IssueComment.objects.filter(issue=assignment.item.issue_id).only(
-        "author", "body", "created_at"
-    )
+    comments = _comments(assignment.item.issue_id)
     context = _form_context(assignment, _saved_labels(assignment), {})
     context.update(
         issue=assignment.item.issue,
@@ -162,9 +174,13 @@ def _saved_labels(assignment: Assignment) -> dict[int, list[int]]:
     annotation = _annotation(assignment)
     if annotation is None:
         return labels
-    rows = AnnotationLabel.objects.filter(annotation=annotation).order_by()
-    for facet, category in rows.values_list("facet_id", "category_id"):
-        labels.setdefault(facet, []).append(category)
+    table = connection.ops.quote_name(AnnotationLabel._meta.db_table)
+    with connection.cursor() as cursor:  # in SQL, as the page's other reads (see above)
+        cursor.execute(
+            f"SELECT facet_id, category_id FROM {table} WHERE annotation_id = %s", [annotation.pk]
+        )
+        for facet, category in cursor.fetchall():
+            labels.setdefault(facet, []).append(category)
     return labels
 
 
