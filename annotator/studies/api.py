@@ -19,6 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotator.queries import one_or_none
 from taxonomy_app.models import CodebookVersion
 
 from . import services
@@ -35,11 +36,14 @@ def _membership(request: Request, study_id: int, roles: set[str] | None = None) 
     return membership_or_404(request, study_id, roles)
 
 
-def _own_assignment(request: Request, assignment_id: int) -> Assignment:
-    assignment = (
-        Assignment.objects.select_related("item__issue__repository", "item__study")
-        .filter(pk=assignment_id, annotator=request.user)
-        .first()
+def _own_assignment(request: Request, assignment_id: int, *, write: bool = False) -> Assignment:
+    """The caller's assignment with its issue (`write`: with what a draft or submit needs, its
+    study's codebook version, and no more: this is on every labeling call)."""
+    related = ["item__study__codebook_version"]
+    if not write:
+        related = ["item__issue__repository", "item__study"]
+    assignment = one_or_none(
+        Assignment.objects.select_related(*related).filter(pk=assignment_id, annotator=request.user)
     )
     if assignment is None:
         raise Http404
@@ -282,7 +286,7 @@ class _WorkApi(APIView):
     service: Any = None
 
     def _run(self, request: Request, assignment_id: int) -> Annotation:
-        assignment = _own_assignment(request, assignment_id)
+        assignment = _own_assignment(request, assignment_id, write=True)
         data = WorkInput(data=request.data)
         data.is_valid(raise_exception=True)
         try:
