@@ -22,6 +22,23 @@ def one_or_none(queryset: QuerySet[Any, Row]) -> Row | None:
     return next(iter(queryset.order_by()[:1]), None)
 
 
+def table(model: type[Model]) -> str:
+    """The model's table name, quoted, for a hand-written statement."""
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def lock_clause(of: str = "", *, skip_locked: bool = False, no_key: bool = False) -> str:
+    """ " FOR [NO KEY] UPDATE [OF table] [SKIP LOCKED]" for a hand-written SELECT, or "" on a
+    database without row locks (SQLite, the demo), as the ORM's select_for_update does."""
+    features = connection.features
+    if not features.has_select_for_update:
+        return ""
+    key = "NO KEY " if no_key and features.has_select_for_no_key_update else ""
+    return (
+        f" FOR {key}UPDATE" + (f" OF {of}" if of else "") + (" SKIP LOCKED" if skip_locked else "")
+    )
+
+
 class Columns:
     """One model's columns under a table alias in a hand-written SELECT, and the instance built
     back from them as the ORM would: with each field's converters (JSON decoding, SQLite's dates
@@ -43,7 +60,7 @@ class Columns:
         return ", ".join(f"{self.alias}.{quote(str(f.column))}" for f in self.fields)
 
     def table(self) -> str:
-        return f"{connection.ops.quote_name(self.model._meta.db_table)} {self.alias}"
+        return f"{table(self.model)} {self.alias}"
 
     def build(self, row: Sequence[Any], start: int) -> Any:
         """The instance from `row[start:]`, or None where a LEFT JOIN found no row."""
@@ -86,7 +103,7 @@ def insert(instance: M, *, on_conflict: Sequence[str] = (), update: Sequence[str
     quote = connection.ops.quote_name
     columns = ", ".join(quote(str(f.column)) for f in fields)
     marks = ", ".join(["%s"] * len(fields))
-    sql = f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({marks})"
+    sql = f"INSERT INTO {table(type(instance))} ({columns}) VALUES ({marks})"
     if on_conflict:
         target = ", ".join(_column(instance, name) for name in on_conflict)
         changed = [_column(instance, name) for name in update]
@@ -120,14 +137,15 @@ def replace_rows(
     `columns`, after the parent's): a DELETE (none when the parent is `new`) and one
     multi-row INSERT. For the child rows (labels, facets) the labeling loop rewrites."""
     quote = connection.ops.quote_name
-    table = quote(model._meta.db_table)
+    rows_table = table(model)
     with connection.cursor() as cursor:
         if not new:
-            cursor.execute(f"DELETE FROM {table} WHERE {quote(parent)} = %s", [parent_id])
+            cursor.execute(f"DELETE FROM {rows_table} WHERE {quote(parent)} = %s", [parent_id])
         if rows:
             names = ", ".join(quote(name) for name in (parent, *columns))
             marks = ", ".join(["%s"] * (len(columns) + 1))
             cursor.execute(
-                f"INSERT INTO {table} ({names}) VALUES " + ", ".join([f"({marks})"] * len(rows)),
+                f"INSERT INTO {rows_table} ({names}) VALUES "
+                + ", ".join([f"({marks})"] * len(rows)),
                 [value for row in rows for value in (parent_id, *row)],
             )

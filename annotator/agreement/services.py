@@ -24,6 +24,7 @@ from django.db.models import Exists, F, Max, OuterRef, Q
 from django.utils import timezone
 
 from annotator.jobs import claim_job, finish_job, job_heartbeat, report_progress
+from annotator.queries import table
 from annotator.studies.models import Annotation, Item, Round, Study
 
 from .labels import CONVENTIONS, LabelTable, load_label_table
@@ -216,7 +217,7 @@ def _start_if_complete(item_id: int) -> None:
     # One query in the common case (the round still incomplete), in SQL: it follows every
     # submit that completes an item. The partial index item_incomplete answers the NOT EXISTS
     # with one probe.
-    item = connection.ops.quote_name(Item._meta.db_table)
+    item = table(Item)
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT i.round_id FROM {item} i WHERE i.id = %s AND i.submitted_count >= i.quota"

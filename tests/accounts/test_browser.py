@@ -10,7 +10,8 @@ from playwright.sync_api import expect
 from rest_framework.test import APIClient
 
 from annotator.accounts.models import ApiToken
-from tests.factories import PASSWORD, UserFactory
+from tests.browser import log_in
+from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -21,10 +22,7 @@ def test_create_copy_and_revoke_a_token(page, live_server):
     page.on(
         "console", lambda m: violations.append(m.text) if "Content Security" in m.text else None
     )
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill("alice")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
+    log_in(page, live_server.url, "alice")
     page.get_by_role("link", name="API tokens").click()
     expect(page.get_by_text("No tokens yet.")).to_be_visible()
 

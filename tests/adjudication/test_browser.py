@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from annotator.adjudication.models import Decision
 from tests.adjudication.helpers import label_next, make_scene
-from tests.factories import PASSWORD
+from tests.browser import log_in as browser_log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -17,11 +17,7 @@ def log_in(browser, url: str, username: str):
     context = browser.new_context()
     page = context.new_page()
     page.set_default_timeout(15_000)
-    page.goto(f"{url}/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    expect(page.get_by_role("button", name="Log out")).to_be_visible()
+    browser_log_in(page, url, username)
     return context, page
 
 

@@ -12,7 +12,8 @@ from playwright.sync_api import expect
 from annotator.backup.archive import ArchiveReader
 from annotator.backup.models import BackupJob
 from tests.backup.archives import labelled_world
-from tests.factories import PASSWORD, UserFactory
+from tests.browser import log_in as browser_log_in
+from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -24,10 +25,7 @@ def log_in(browser, live_server, user, policy_errors):  # type: ignore[no-untype
         "console",
         lambda m: policy_errors.append(m.text) if "Content Security Policy" in m.text else None,
     )
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill(user.username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
+    browser_log_in(page, live_server.url, user.username)
     expect(page.locator(".who")).to_have_text(user.username)
     return page
 

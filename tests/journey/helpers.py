@@ -19,6 +19,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from annotator.adjudication.models import Decision
 from annotator.studies.models import Annotation, Item
+from tests.browser import log_in
 
 JOB_TIMEOUT_MS = 60_000  # a job waits for the worker, which may be busy with another test's job
 
@@ -29,11 +30,7 @@ def open_session(browser: Browser, url: str, username: str, password: str) -> Pa
     context = browser.new_context(accept_downloads=True)
     page = context.new_page()
     page.set_default_timeout(15_000)
-    page.goto(f"{url}/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Log in").click()
-    expect(page.get_by_role("button", name="Log out")).to_be_visible()
+    log_in(page, url, username, password)
     return page
 
 

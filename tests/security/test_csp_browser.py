@@ -18,7 +18,8 @@ from annotator.exports.services import run_export_job
 from annotator.issues.search import index_pending_issues
 from annotator.studies.models import Annotation
 from tests.adjudication.helpers import Scene, label_next, make_scene
-from tests.factories import PASSWORD, IssueFactory
+from tests.browser import log_in
+from tests.factories import IssueFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -43,11 +44,7 @@ class Watched:
         self.page.set_default_timeout(15_000)
         self.page.on("console", self._console)
         self.page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
-        self.page.goto(f"{url}/login/")
-        self.page.get_by_label("Username").fill(username)
-        self.page.get_by_label("Password").fill(PASSWORD)
-        self.page.get_by_role("button", name="Log in").click()
-        expect(self.page.get_by_role("button", name="Log out")).to_be_visible()
+        log_in(self.page, url, username)
 
     def _violation(self, text: str) -> None:
         self.problems.append(text)

@@ -15,18 +15,11 @@ from django.core.management import call_command
 from playwright.sync_api import expect
 
 from annotator.studies.models import Annotation, Assignment, Item
+from tests.browser import log_in
 from tests.factories import PASSWORD, UserFactory
 from tests.issues.test_import_service import COMMENTS, ISSUES
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def log_in(page, url: str, username: str, password: str) -> None:
-    page.goto(f"{url}/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Log in").click()
-    expect(page.get_by_role("button", name="Log out")).to_be_visible()
 
 
 def new_page(browser):

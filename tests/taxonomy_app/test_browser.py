@@ -8,16 +8,13 @@ import re
 import pytest
 
 from taxonomy_app.models import Category, CodebookVersion
-from tests.factories import PASSWORD
+from tests import browser
 
 NEW_DEFINITION = "No rank makes progress for more than 10 minutes, with or without an error."
 
 
 def log_in(page, live_server, username: str) -> None:  # type: ignore[no-untyped-def]
-    page.goto(f"{live_server.url}/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
+    browser.log_in(page, live_server.url, username)
     page.wait_for_url(re.compile(r".*/issues/.*"))
 
 

@@ -10,7 +10,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotator.queries import insert, one_or_none, replace_rows
+from annotator.queries import insert, lock_clause, one_or_none, replace_rows, table
 from annotator.studies.codebook import CodebookSchema, codebook_schema
 from annotator.studies.models import Annotation, AnnotationLabel, Assignment, Item, Study
 from taxonomy_app.models import Facet
@@ -76,13 +76,8 @@ def decide_item_if_complete(*, item: Item, schema: CodebookSchema | None = None)
 def _lock_item(item_id: int) -> tuple[int, int, int, bool] | None:
     """The item's row locked (FOR NO KEY UPDATE), and (submitted count, quota, the study's
     codebook version id, majority rule on)."""
-    quote = connection.ops.quote_name
-    item, study = quote(Item._meta.db_table), quote(Study._meta.db_table)
-    settings = quote(AdjudicationSettings._meta.db_table)
-    lock = ""
-    if connection.features.has_select_for_update:  # not SQLite (the demo)
-        no_key = connection.features.has_select_for_no_key_update
-        lock = f" FOR {'NO KEY ' if no_key else ''}UPDATE OF i"
+    item, study, settings = table(Item), table(Study), table(AdjudicationSettings)
+    lock = lock_clause("i", no_key=True)
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT i.submitted_count, i.quota, t.codebook_version_id, s.majority_rule"
@@ -97,10 +92,7 @@ def _lock_item(item_id: int) -> tuple[int, int, int, bool] | None:
 def submitted_label_sets(item_id: int) -> list[dict[int, frozenset[int]]]:
     """facet id → category ids, per submitted annotation of the item (an annotation with no
     label at all still counts, as an empty mapping)."""
-    quote = connection.ops.quote_name
-    annotation = quote(Annotation._meta.db_table)
-    assignment = quote(Assignment._meta.db_table)
-    label = quote(AnnotationLabel._meta.db_table)
+    annotation, assignment, label = table(Annotation), table(Assignment), table(AnnotationLabel)
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT n.id, l.facet_id, l.category_id FROM {annotation} n"

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from annotator.adjudication.services import decide_item_if_complete, record_change
 from annotator.agreement.services import on_round_progress
-from annotator.queries import insert, replace_rows
+from annotator.queries import insert, replace_rows, table
 from taxonomy_app.errors import CodebookError
 from taxonomy_app.models import Category, Facet, Proposal
 from taxonomy_app.services import create_proposal
@@ -65,10 +65,11 @@ def submit_annotation(
     completes = not first_submit
     if first_submit:
         now = timezone.now()
-        table = connection.ops.quote_name(Assignment._meta.db_table)
+        assignments = table(Assignment)
         with connection.cursor() as cursor:
             cursor.execute(
-                f"UPDATE {table} SET status = %s, finished_at = %s, touched_at = %s WHERE id = %s",
+                f"UPDATE {assignments} SET status = %s, finished_at = %s, touched_at = %s"
+                " WHERE id = %s",
                 [Status.SUBMITTED, now, now, assignment.pk],
             )
         completes = _count_submit(assignment.item_id)
@@ -86,7 +87,7 @@ def _count_submit(item_id: int) -> bool:
     (the ORM's update cannot return the new count): the item's row lock it takes is held to
     the end of the submit, so the answer stays true, and an item still waiting for annotations
     costs no further query for its decision."""
-    item = connection.ops.quote_name(Item._meta.db_table)
+    item = table(Item)
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {item} SET submitted_count = submitted_count + 1 WHERE id = %s"

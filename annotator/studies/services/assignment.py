@@ -11,7 +11,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotator.queries import Columns, insert
+from annotator.queries import Columns, insert, lock_clause, table
 
 from ..errors import StudyError
 from ..models import Assignment, Item, Membership, Study
@@ -39,7 +39,7 @@ def next_assignment(*, study: Study, annotator: Any) -> Assignment | None:
     if item_id is None:
         return None
     assignment = insert(Assignment(item_id=item_id, annotator=annotator))
-    item = connection.ops.quote_name(Item._meta.db_table)
+    item = table(Item)
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {item} SET active_count = active_count + 1 WHERE id = %s", [item_id]
@@ -52,11 +52,11 @@ def next_assignment(*, study: Study, annotator: Any) -> Assignment | None:
 
 
 def _lock_annotator(study_id: int, annotator_id: int) -> None:
-    membership = connection.ops.quote_name(Membership._meta.db_table)
+    membership = table(Membership)
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT 1 FROM {membership} WHERE study_id = %s AND user_id = %s AND role = %s"
-            + _lock_clause(""),
+            + lock_clause(""),
             [study_id, annotator_id, Membership.Role.ANNOTATOR],
         )
         if cursor.fetchone() is None:
@@ -68,7 +68,7 @@ _OPEN = Columns(Assignment, "a")
 
 def _open_assignment(study_id: int, annotator_id: int) -> Assignment | None:
     """The annotator's oldest assignment in progress in the study."""
-    item = connection.ops.quote_name(Item._meta.db_table)
+    item = table(Item)
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT {_OPEN.sql()} FROM {_OPEN.table()} JOIN {item} i ON i.id = a.item_id"
@@ -80,27 +80,20 @@ def _open_assignment(study_id: int, annotator_id: int) -> Assignment | None:
     return _OPEN.build(row, 0) if row else None
 
 
-def _lock_clause(of: str, *, skip_locked: bool = False) -> str:
-    """FOR UPDATE [OF …] [SKIP LOCKED] where the database has row locks."""
-    if not connection.features.has_select_for_update:
-        return ""
-    return " FOR UPDATE" + (f" OF {of}" if of else "") + (" SKIP LOCKED" if skip_locked else "")
-
-
 def _free_item(study_id: int, annotator_id: int) -> int | None:
     """The id of the next item for the annotator, its row locked (SKIP LOCKED), or None. The
     partial index item_pool holds exactly the rows of this order with a free slot, so the scan
     stops at the first item the annotator was never given. Rounds are numbered in creation
     order, so round_id orders them without a join."""
-    item = connection.ops.quote_name(Item._meta.db_table)
-    assignment = connection.ops.quote_name(Assignment._meta.db_table)
+    item = table(Item)
+    assignment = table(Assignment)
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT i.id FROM {item} i"
             " WHERE i.study_id = %s AND i.active_count < i.quota AND NOT EXISTS"
             f" (SELECT 1 FROM {assignment} a WHERE a.item_id = i.id AND a.annotator_id = %s)"
             " ORDER BY i.round_id, i.submitted_count DESC, i.active_count DESC, i.position"
-            " LIMIT 1" + _lock_clause("i", skip_locked=True),
+            " LIMIT 1" + lock_clause("i", skip_locked=True),
             [study_id, annotator_id],
         )
         row = cursor.fetchone()
@@ -129,10 +122,10 @@ def lock_assignment(assignment: Assignment, user: Any) -> Assignment:
     """`assignment` with its row locked for update and its status re-read under the lock; only
     its annotator may write to it. The lock reads one row, without joins: the caller's object
     keeps the item and study it was loaded with (they are loaded here if it was not)."""
-    table = connection.ops.quote_name(Assignment._meta.db_table)
+    assignments = table(Assignment)
     with connection.cursor() as cursor:  # in SQL, as the reads of "next item" above
         cursor.execute(
-            f"SELECT annotator_id, status FROM {table} WHERE id = %s" + _lock_clause(""),
+            f"SELECT annotator_id, status FROM {assignments} WHERE id = %s" + lock_clause(""),
             [assignment.pk],
         )
         row = cursor.fetchone()

@@ -11,6 +11,8 @@ from django.core.cache import cache
 from django.db import connection
 from django.db.models import Avg, Count, Sum
 
+from annotator.queries import table
+
 from ..models import Annotation, Assignment, Item, Round, Study
 
 Status = Assignment.Status
@@ -31,8 +33,8 @@ def annotator_progress(*, round_id: int, annotator: Any) -> Progress:
     timeouts not counted)."""
     # In SQL: it is on every annotate page, and the ORM took longer to compose the aggregate
     # than PostgreSQL to answer it.
-    assignment = connection.ops.quote_name(Assignment._meta.db_table)
-    item = connection.ops.quote_name(Item._meta.db_table)
+    assignment = table(Assignment)
+    item = table(Item)
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT COUNT(*) FILTER (WHERE a.status = %s),"

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from annotator.issues.models import Issue, IssueComment, Repository
-from annotator.queries import Columns
+from annotator.queries import Columns, table
 from taxonomy_app.models import CodebookVersion
 
 from .. import services
@@ -174,10 +174,11 @@ def _saved_labels(assignment: Assignment) -> dict[int, list[int]]:
     annotation = _annotation(assignment)
     if annotation is None:
         return labels
-    table = connection.ops.quote_name(AnnotationLabel._meta.db_table)
+    labels_table = table(AnnotationLabel)
     with connection.cursor() as cursor:  # in SQL, as the page's other reads (see above)
         cursor.execute(
-            f"SELECT facet_id, category_id FROM {table} WHERE annotation_id = %s", [annotation.pk]
+            f"SELECT facet_id, category_id FROM {labels_table} WHERE annotation_id = %s",
+            [annotation.pk],
         )
         for facet, category in cursor.fetchall():
             labels.setdefault(facet, []).append(category)
