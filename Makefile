@@ -49,7 +49,7 @@ lint: venv
 	  annotator/exports/writers.py annotator/exports/spreadsheets.py annotator/uploads.py \
 	  annotator/upload_handling.py annotator/backup annotator/job_sweep.py annotator/dispatch.py \
 	  annotator/cache.py annotator/middleware.py annotator/accounts/tokens.py \
-	  annotator/accounts/services.py annotator/queries.py
+	  annotator/accounts/services.py annotator/sql.py
 
 # Scale checks (benchmarks/README.md); each drops and recreates its own *_bench* database.
 BENCHES := import_issues agreement_stats agreement_run export_writers export_run labeling_load \

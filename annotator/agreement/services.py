@@ -24,7 +24,7 @@ from django.db.models import Exists, F, Max, OuterRef, Q
 from django.utils import timezone
 
 from annotator.jobs import claim_job, finish_job, job_heartbeat, report_progress
-from annotator.queries import table
+from annotator.sql import table
 from annotator.studies.models import Annotation, Item, Round, Study
 
 from .labels import CONVENTIONS, LabelTable, load_label_table

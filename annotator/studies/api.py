@@ -19,7 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotator.queries import one_or_none
+from annotator.sql import one_or_none
 from taxonomy_app.models import CodebookVersion
 
 from . import services

@@ -10,7 +10,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotator.queries import insert, lock_clause, one_or_none, replace_rows, table
+from annotator.sql import insert, lock_clause, one_or_none, replace_rows, table
 from annotator.studies.codebook import CodebookSchema, codebook_schema
 from annotator.studies.models import Annotation, AnnotationLabel, Assignment, Item, Study
 from taxonomy_app.models import Facet

@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Literal
 
-from annotator.queries import insert, one_or_none
+from annotator.sql import insert, one_or_none
 from annotator.studies.models import Annotation, AnnotationLabel, Item
 
 from ..models import Change, Decision, DecisionLabel

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from annotator.adjudication.services import decide_item_if_complete, record_change
 from annotator.agreement.services import on_round_progress
-from annotator.queries import insert, replace_rows, table
+from annotator.sql import insert, replace_rows, table
 from taxonomy_app.errors import CodebookError
 from taxonomy_app.models import Category, Facet, Proposal
 from taxonomy_app.services import create_proposal

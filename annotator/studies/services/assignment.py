@@ -11,7 +11,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotator.queries import Columns, insert, lock_clause, table
+from annotator.sql import Columns, insert, lock_clause, table
 
 from ..errors import StudyError
 from ..models import Assignment, Item, Membership, Study

@@ -11,7 +11,7 @@ from django.core.cache import cache
 from django.db import connection
 from django.db.models import Avg, Count, Sum
 
-from annotator.queries import table
+from annotator.sql import table
 
 from ..models import Annotation, Assignment, Item, Round, Study
 

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from annotator.issues.models import Issue, IssueComment, Repository
-from annotator.queries import Columns, table
+from annotator.sql import Columns, table
 from taxonomy_app.models import CodebookVersion
 
 from .. import services

@@ -1,4 +1,6 @@
-"""Small query helpers shared by the apps' services."""
+"""Helpers for hand-written SQL statements: quoted names, row locks, rows built back into model
+instances, inserts and child-row rewrites as the ORM stores them. The apps' own statements live in
+their `sql.py` modules and use these."""
 
 from __future__ import annotations
 
