@@ -29,6 +29,42 @@ def table(model: type[Model]) -> str:
     return connection.ops.quote_name(model._meta.db_table)
 
 
+class Table:
+    """A model's table in a hand-written statement, under an optional alias, with its columns by
+    field name, so that no table or column name is written by hand:
+
+        i = Table(Item, "i")
+        f"SELECT {i.id} FROM {i} WHERE {i.study} = %s"
+        # SELECT i."id" FROM "studies_item" i WHERE i."study_id" = %s
+
+    A field that no longer exists raises FieldDoesNotExist when the statement is built (at
+    import for a module-level statement), so a renamed field fails a test, not a request.
+    `.name` is the bare table name, `.c("field")` a column without the alias (SET lists)."""
+
+    def __init__(self, model: type[Model], alias: str = "") -> None:
+        self.model = model
+        self.alias = alias
+        self.name = table(model)
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.alias}" if self.alias else self.name
+
+    def c(self, field: str) -> str:
+        """The field's column, quoted, without the alias."""
+        meta = self.model._meta
+        found = meta.pk if field == "pk" else meta.get_field(field)
+        column = getattr(found, "column", None)
+        if column is None:
+            raise ValueError(f"{self.model.__name__}.{field} is not a column")
+        return connection.ops.quote_name(str(column))
+
+    def __getattr__(self, field: str) -> str:
+        if field.startswith("_"):
+            raise AttributeError(field)
+        column = self.c(field)
+        return f"{self.alias}.{column}" if self.alias else column
+
+
 def lock_clause(of: str = "", *, skip_locked: bool = False, no_key: bool = False) -> str:
     """ " FOR [NO KEY] UPDATE [OF table] [SKIP LOCKED]" for a hand-written SELECT, or "" on a
     database without row locks (SQLite, the demo), as the ORM's select_for_update does."""
