@@ -63,7 +63,7 @@ class CodebookVersion(models.Model):
     published_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["codebook", "-number"]
+        ordering = ["codebook_id", "-number"]
         constraints = [
             models.UniqueConstraint(fields=["codebook", "number"], name="version_unique_number"),
             models.UniqueConstraint(
@@ -96,7 +96,7 @@ class Facet(models.Model):
     help = models.TextField(blank=True)
 
     class Meta:
-        ordering = ["version", "order", "pk"]
+        ordering = ["version_id", "order", "pk"]
         constraints = [
             models.UniqueConstraint(fields=["version", "key"], name="facet_unique_key"),
         ]
@@ -133,7 +133,7 @@ class Category(models.Model):
 
     class Meta:
         verbose_name_plural = "categories"
-        ordering = ["facet", "order", "pk"]
+        ordering = ["facet_id", "order", "pk"]
         constraints = [
             models.UniqueConstraint(fields=["facet", "code"], name="category_unique_code"),
             models.CheckConstraint(
@@ -173,7 +173,7 @@ class ChangeOperation(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["version", "created_at", "pk"]
+        ordering = ["version_id", "created_at", "pk"]
 
     def __str__(self) -> str:
         return f"{self.kind} {self.category.code}"

@@ -51,7 +51,7 @@ class ItemAgreement(models.Model):
     objects = ItemAgreementQuerySet.as_manager()
 
     class Meta:
-        ordering = ["value", "item"]
+        ordering = ["value", "item_id"]
         constraints = [
             models.CheckConstraint(
                 condition=Q(value__gte=0) & Q(value__lte=1), name="item_agreement_0_1"
@@ -89,7 +89,7 @@ class Decision(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        ordering = ["item"]
+        ordering = ["item_id"]
         constraints = [
             models.CheckConstraint(
                 condition=~Q(source="adjudicated") | ~Q(reason=""),
@@ -113,7 +113,7 @@ class DecisionLabel(models.Model):
     category = models.ForeignKey(Category, on_delete=models.PROTECT, related_name="+")
 
     class Meta:
-        ordering = ["decision", "facet", "category"]
+        ordering = ["decision_id", "facet_id", "category_id"]
         constraints = [
             models.UniqueConstraint(fields=["decision", "category"], name="decision_label_unique")
         ]
@@ -132,7 +132,7 @@ class Comment(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["item", "created_at", "pk"]
+        ordering = ["item_id", "created_at", "pk"]
 
     def __str__(self) -> str:
         return f"comment {self.pk} on item {self.item_id}"
@@ -160,7 +160,7 @@ class Change(models.Model):
     after = models.JSONField(null=True, blank=True)
 
     class Meta:
-        ordering = ["item", "at", "pk"]
+        ordering = ["item_id", "at", "pk"]
         indexes = [models.Index(fields=["annotation", "-at"], name="change_annotation_latest")]
 
     def __str__(self) -> str:

@@ -63,7 +63,7 @@ class Membership(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["study", "role", "pk"]
+        ordering = ["study_id", "role", "pk"]
         constraints = [
             models.UniqueConstraint(fields=["study", "user"], name="membership_unique_user"),
         ]
@@ -111,7 +111,7 @@ class Round(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["study", "number"]
+        ordering = ["study_id", "number"]
         constraints = [
             models.UniqueConstraint(fields=["study", "number"], name="round_unique_number"),
         ]
@@ -140,7 +140,7 @@ class Selection(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["study", "created_at", "pk"]
+        ordering = ["study_id", "created_at", "pk"]
 
     def __str__(self) -> str:
         return f"selection of {self.added} issues for {self.study}"
@@ -197,7 +197,7 @@ class Item(models.Model):
     objects = ItemQuerySet.as_manager()
 
     class Meta:
-        ordering = ["round", "position", "pk"]
+        ordering = ["round_id", "position", "pk"]
         constraints = [
             models.UniqueConstraint(fields=["study", "issue"], name="item_unique_issue"),
             models.CheckConstraint(
@@ -332,7 +332,7 @@ class Annotation(models.Model):
     objects = AnnotationQuerySet.as_manager()
 
     class Meta:
-        ordering = ["assignment"]
+        ordering = ["assignment_id"]
 
     def __str__(self) -> str:
         return f"annotation {self.pk} ({self.status})"
@@ -346,7 +346,7 @@ class AnnotationLabel(models.Model):
     category = models.ForeignKey(Category, on_delete=models.PROTECT, related_name="+")
 
     class Meta:
-        ordering = ["annotation", "facet", "category"]
+        ordering = ["annotation_id", "facet_id", "category_id"]
         constraints = [
             models.UniqueConstraint(fields=["annotation", "category"], name="label_unique"),
         ]
