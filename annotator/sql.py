@@ -4,7 +4,8 @@ their `sql.py` modules and use these."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
 from typing import Any, TypeVar
 
 from django.db import connection
@@ -171,19 +172,56 @@ def replace_rows(
     *,
     new: bool = False,
 ) -> None:
-    """Replace the rows of `model` whose `parent` column is `parent_id` by `rows` (values of
-    `columns`, after the parent's): a DELETE (none when the parent is `new`) and one
-    multi-row INSERT. For the child rows (labels, facets) the labeling loop rewrites."""
-    quote = connection.ops.quote_name
-    rows_table = table(model)
+    """Replace the rows of `model` whose `parent` field is `parent_id` by `rows` (values of the
+    fields `columns`, after the parent's): a DELETE (none when the parent is `new`) and one
+    multi-row INSERT. For the child rows (labels, facets) the labeling loop rewrites. Field
+    names (or their attnames, "facet_id") are resolved through the model's `_meta`."""
+    t = Table(model)
     with connection.cursor() as cursor:
         if not new:
-            cursor.execute(f"DELETE FROM {rows_table} WHERE {quote(parent)} = %s", [parent_id])
+            cursor.execute(f"DELETE FROM {t} WHERE {t.c(parent)} = %s", [parent_id])
         if rows:
-            names = ", ".join(quote(name) for name in (parent, *columns))
+            names = ", ".join(t.c(name) for name in (parent, *columns))
             marks = ", ".join(["%s"] * (len(columns) + 1))
             cursor.execute(
-                f"INSERT INTO {rows_table} ({names}) VALUES "
-                + ", ".join([f"({marks})"] * len(rows)),
+                f"INSERT INTO {t} ({names}) VALUES " + ", ".join([f"({marks})"] * len(rows)),
                 [value for row in rows for value in (parent_id, *row)],
             )
+
+
+# --- background jobs (annotator/jobs.py) --------------------------------------------------------
+def touch_heartbeat(model: type[Model], pk: int, *, worker: str, status: str, at: datetime) -> bool:
+    """Set `heartbeat_at` of job row `pk` to `at` if it is still `status` in `worker`'s hands;
+    False when it is not, or when its row is locked (the job's own transaction finishing it).
+
+    Not the ORM: the heartbeat thread must skip a locked row, not wait for it (the job's
+    transaction may hold it for minutes), and an UPDATE takes SKIP LOCKED only through a
+    locking subquery, which the ORM's `update()` does not compose."""
+    t = Table(model)
+    key, beat = t.c("pk"), t.c("heartbeat_at")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {t} SET {beat} = %s WHERE {key} = (SELECT {key} FROM {t} WHERE {key} = %s"
+            f" AND {t.c('status')} = %s AND {t.c('worker')} = %s{lock_clause(skip_locked=True)})",
+            [at, pk, status, worker],
+        )
+        return bool(cursor.rowcount)
+
+
+def update_row_through(side: Any, model: type[Model], pk: int, values: Mapping[str, Any]) -> None:
+    """Set `values` (field name → value) on row `pk` of `model` through the connection `side`,
+    a second connection to the default database that autocommits, so that other connections see
+    the change while the caller's transaction is still open (a job's progress).
+
+    Not the ORM: the ORM runs a query on `django.db.connections[alias]`, this thread's one
+    connection per alias, which is inside the job's transaction; `side` is none of those."""
+    t = Table(model)
+    params = []
+    for name, value in values.items():
+        field = model._meta.get_field(name)
+        if not isinstance(field, Field) or field.column is None:
+            raise ValueError(f"{model.__name__}.{name} is not a concrete field")
+        params.append(field.get_db_prep_save(value, side))
+    sets = ", ".join(f"{t.c(name)} = %s" for name in values)
+    with side.cursor() as cursor:
+        cursor.execute(f"UPDATE {t} SET {sets} WHERE {t.c('pk')} = %s", [*params, pk])

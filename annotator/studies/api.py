@@ -11,7 +11,6 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db.models import Prefetch, QuerySet
-from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import ValidationError
@@ -19,15 +18,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotator.sql import one_or_none
 from taxonomy_app.models import CodebookVersion
 
 from . import services
+from .access import SEE_ALL, membership_or_404, own_assignment_or_404
 from .codebook import codebook_schema
 from .errors import LabelErrors, StudyError
 from .models import Annotation, AnnotationLabel, Assignment, Membership, Round, Study
 from .services.progress import study_dashboard
-from .views.access import SEE_ALL, membership_or_404
 
 Role = Membership.Role
 
@@ -37,17 +35,9 @@ def _membership(request: Request, study_id: int, roles: set[str] | None = None) 
 
 
 def _own_assignment(request: Request, assignment_id: int, *, write: bool = False) -> Assignment:
-    """The caller's assignment with its issue (`write`: with what a draft or submit needs, its
-    study's codebook version, and no more: this is on every labeling call)."""
-    related = ["item__study__codebook_version"]
-    if not write:
-        related = ["item__issue__repository", "item__study"]
-    assignment = one_or_none(
-        Assignment.objects.select_related(*related).filter(pk=assignment_id, annotator=request.user)
-    )
-    if assignment is None:
-        raise Http404
-    return assignment
+    """The caller's assignment, loaded as the annotate page loads it (`write`: with what a draft
+    or submit needs, and no more: this is on every labeling call)."""
+    return own_assignment_or_404(request.user, assignment_id, page=not write)
 
 
 def _refuse(error: StudyError) -> ValidationError:

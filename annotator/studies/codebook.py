@@ -8,7 +8,7 @@ draft (which studies do not use, but tests may) or a re-published row is never s
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from threading import Lock
@@ -56,10 +56,35 @@ class CodebookSchema:
     facets: tuple[FacetNode, ...]
     facet_of: dict[int, int] = field(default_factory=dict)  # category id → facet id
     # Derived artefacts that live as long as the schema (e.g. the rendered pickers).
-    memo: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    memo: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
 
     def facet(self, facet_id: int) -> FacetNode | None:
         return next((f for f in self.facets if f.id == facet_id), None)
+
+    def validate_labels(
+        self, labels: Mapping[int, Sequence[int]], *, require: bool
+    ) -> tuple[list[tuple[int, int]], dict[str, str]]:
+        """(facet id, category id) rows of `labels` (category ids by facet id) that fit this
+        codebook, and errors by facet key: categories of another facet or none, more than one
+        in a single-choice facet, and (`require`) an empty required facet. A submit, a draft
+        (lenient: `require=False`, errors ignored) and an adjudicator's decision validate
+        through it."""
+        rows: list[tuple[int, int]] = []
+        errors: dict[str, str] = {}
+        for facet in self.facets:
+            chosen = list(dict.fromkeys(int(c) for c in labels.get(facet.id, ())))
+            valid = [c for c in chosen if self.facet_of.get(c) == facet.id]
+            if len(valid) < len(chosen):
+                errors[facet.key] = "choose among this facet's categories"
+            elif not facet.is_multi and len(valid) > 1:
+                errors[facet.key] = "choose one category only"
+            elif require and facet.required and not valid:
+                errors[facet.key] = "required: choose a category"
+            rows.extend((facet.id, c) for c in (valid if facet.is_multi else valid[:1]))
+        unknown = set(labels) - {f.id for f in self.facets}
+        if unknown:
+            errors["facets"] = f"unknown facet ids {sorted(unknown)}"
+        return rows, errors
 
     def codes(self, rows: Iterable[tuple[int, int]]) -> dict[str, list[str]]:
         """(facet id, category id) rows as {facet key: sorted category codes}, the shape of the

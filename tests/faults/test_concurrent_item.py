@@ -21,9 +21,9 @@ from django.db import connection
 
 from annotator.adjudication.models import Change, Decision, DecisionLabel, ItemAgreement
 from annotator.adjudication.services import DecisionConflict, adjudicate_item
-from annotator.adjudication.services.decisions import submitted_label_sets
 from annotator.adjudication.services.history import decision_snapshot
 from annotator.adjudication.services.rules import decide, item_agreement
+from annotator.adjudication.sql import submitted_label_sets
 from annotator.studies.models import Annotation, AnnotationLabel, Assignment, Item
 from annotator.studies.services import next_assignment, submit_annotation
 from taxonomy_app.models import Category, Facet

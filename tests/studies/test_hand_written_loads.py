@@ -1,15 +1,14 @@
-"""The labeling loop's hand-written loads (views/annotate.py, annotator/queries.Columns) give
+"""The labeling loop's hand-written loads (studies.sql.own_assignment, annotator.sql.Columns) give
 the same objects as the ORM's select_related would, relations included."""
 
 from __future__ import annotations
 
 import pytest
 from django.http import Http404
-from django.test import RequestFactory
 
+from annotator.studies.access import own_assignment_or_404
 from annotator.studies.models import Annotation, Assignment
 from annotator.studies.services import next_assignment, save_draft
-from annotator.studies.views.annotate import _assignment_or_404
 
 pytestmark = pytest.mark.django_db
 
@@ -23,12 +22,6 @@ def fields(instance):
     }
 
 
-def request_of(user):
-    request = RequestFactory().get("/")
-    request.user = user
-    return request
-
-
 @pytest.mark.parametrize("draft", [False, True], ids=["no-annotation", "draft"])
 def test_the_page_load_matches_the_orm(world, draft, django_assert_num_queries):
     a = world.annotators[0]
@@ -39,7 +32,7 @@ def test_the_page_load_matches_the_orm(world, draft, django_assert_num_queries):
         "item__issue__repository", "item__round", "item__study__codebook_version", "annotation"
     ).get(pk=assignment.pk)
     with django_assert_num_queries(2):  # the assignment's five tables, then its round's three
-        loaded = _assignment_or_404(request_of(a), assignment.pk)
+        loaded = own_assignment_or_404(a, assignment.pk)
     with django_assert_num_queries(0):  # every relation the page shows is in place
         pairs = [
             (loaded, orm),
@@ -71,7 +64,7 @@ def test_the_write_load_matches_the_orm(world, django_assert_num_queries):
     assignment = next_assignment(study=world.study, annotator=a)
     orm = Assignment.objects.select_related("item__study__codebook_version").get(pk=assignment.pk)
     with django_assert_num_queries(1):
-        loaded = _assignment_or_404(request_of(a), assignment.pk, page=False)
+        loaded = own_assignment_or_404(a, assignment.pk, page=False)
         assert fields(loaded) == fields(orm)
         assert fields(loaded.item) == fields(orm.item)
         assert fields(loaded.item.study) == fields(orm.item.study)
@@ -83,6 +76,6 @@ def test_the_write_load_matches_the_orm(world, django_assert_num_queries):
 def test_another_annotators_assignment_is_not_found(world, page):
     assignment = next_assignment(study=world.study, annotator=world.annotators[0])
     with pytest.raises(Http404):
-        _assignment_or_404(request_of(world.annotators[1]), assignment.pk, page=page)
+        own_assignment_or_404(world.annotators[1], assignment.pk, page=page)
     with pytest.raises(Http404):
-        _assignment_or_404(request_of(world.annotators[0]), assignment.pk + 1000, page=page)
+        own_assignment_or_404(world.annotators[0], assignment.pk + 1000, page=page)

@@ -6,17 +6,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotator.sql import insert, lock_clause, one_or_none, replace_rows, table
+from annotator.sql import one_or_none
 from annotator.studies.codebook import CodebookSchema, codebook_schema
-from annotator.studies.models import Annotation, AnnotationLabel, Assignment, Item, Study
+from annotator.studies.models import Item, Study
 from taxonomy_app.models import Facet
 
+from .. import sql
 from ..errors import AdjudicationError, DecisionConflict, LabelErrors
-from ..models import AdjudicationSettings, Decision, DecisionLabel, ItemAgreement
+from ..models import AdjudicationSettings, Decision
 from . import rules
 from .history import record_change
 
@@ -37,10 +38,10 @@ def decide_item_if_complete(*, item: Item, schema: CodebookSchema | None = None)
     # The item's row lock serialises everything that decides it (the submits of its annotators,
     # the adjudicator): the labels read below are then the last committed, not a stale mix.
     # NO KEY: rows that merely refer to the item (assignments, history) are not held up.
-    state = _lock_item(item.pk)
-    if state is None or state[0] < state[1]:
+    state = sql.lock_item(item.pk)
+    if state is None or state.submitted < state.quota:
         return None
-    _, _, version_id, majority = state
+    version_id, majority = state.codebook_version_id, state.majority_rule
     if schema is not None and schema.version_id == version_id:
         facets = [f.id for f in schema.facets]
     else:
@@ -50,7 +51,7 @@ def decide_item_if_complete(*, item: Item, schema: CodebookSchema | None = None)
             .order_by("order", "pk")
             .values_list("pk", flat=True)
         )
-    outcome = rules.decide(submitted_label_sets(item.pk), facets, majority=majority)
+    outcome = rules.decide(sql.submitted_label_sets(item.pk), facets, majority=majority)
     _store_agreement(item.pk, outcome)
     decision = one_or_none(Decision.objects.select_for_update().filter(item=item.pk))
     if decision is not None and not decision.is_automatic:
@@ -69,64 +70,16 @@ def decide_item_if_complete(*, item: Item, schema: CodebookSchema | None = None)
     return decision
 
 
-# The two reads of every decision are written in SQL: they follow every submit that completes
-# an item, and the ORM spent longer composing their joins than PostgreSQL took to answer.
-
-
-def _lock_item(item_id: int) -> tuple[int, int, int, bool] | None:
-    """The item's row locked (FOR NO KEY UPDATE), and (submitted count, quota, the study's
-    codebook version id, majority rule on)."""
-    item, study, settings = table(Item), table(Study), table(AdjudicationSettings)
-    lock = lock_clause("i", no_key=True)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT i.submitted_count, i.quota, t.codebook_version_id, s.majority_rule"
-            f" FROM {item} i JOIN {study} t ON t.id = i.study_id"
-            f" LEFT JOIN {settings} s ON s.study_id = i.study_id WHERE i.id = %s{lock}",
-            [item_id],
-        )
-        row = cursor.fetchone()
-    return None if row is None else (row[0], row[1], row[2], bool(row[3]))
-
-
-def submitted_label_sets(item_id: int) -> list[dict[int, frozenset[int]]]:
-    """facet id → category ids, per submitted annotation of the item (an annotation with no
-    label at all still counts, as an empty mapping)."""
-    annotation, assignment, label = table(Annotation), table(Assignment), table(AnnotationLabel)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT n.id, l.facet_id, l.category_id FROM {annotation} n"
-            f" JOIN {assignment} a ON a.id = n.assignment_id"
-            f" LEFT JOIN {label} l ON l.annotation_id = n.id"
-            " WHERE a.item_id = %s AND n.status = %s ORDER BY n.id",
-            [item_id, Annotation.Status.SUBMITTED],
-        )
-        rows = cursor.fetchall()
-    found: dict[int, dict[int, set[int]]] = {}
-    for annotation_id, facet, category in rows:
-        sets = found.setdefault(annotation_id, {})
-        if facet is not None:
-            sets.setdefault(facet, set()).add(category)
-    return [{f: frozenset(c) for f, c in sets.items()} for sets in found.values()]
-
-
 def _store_agreement(item_id: int, outcome: rules.Outcome) -> None:
-    """Insert or update the item's agreement row in one statement, then its facets."""
     value = max(0.0, min(1.0, outcome.agreement))
-    row = insert(
-        ItemAgreement(item_id=item_id, value=value),
-        on_conflict=["item"], update=["value", "computed_at"],
-    )  # fmt: skip
-    facets = [(facet,) for facet in outcome.disagreeing]
-    through = ItemAgreement.disagreeing_facets.through
-    replace_rows(through, "itemagreement_id", row.pk, ["facet_id"], facets)
+    sql.store_item_agreement(item_id, value, list(outcome.disagreeing))
 
 
 def _save_automatic(
     item_id: int, decision: Decision | None, source: str, rows: Sequence[tuple[int, int]]
 ) -> Decision:
     if decision is None:
-        decision = insert(Decision(item_id=item_id, source=source))
+        decision = sql.insert_decision(Decision(item_id=item_id, source=source))
         _write_labels(decision, rows, new=True)
         return decision
     Decision.objects.filter(pk=decision.pk).update(
@@ -141,9 +94,7 @@ def _write_labels(
     decision: Decision, rows: Sequence[tuple[int, int]], *, new: bool = False
 ) -> None:
     """Replace the decision's labels (`new`: it was just created, there are none to delete)."""
-    replace_rows(
-        DecisionLabel, "decision_id", decision.pk, ["facet_id", "category_id"], rows, new=new
-    )
+    sql.replace_decision_labels(decision.pk, rows, new=new)
 
 
 @transaction.atomic
@@ -162,10 +113,8 @@ def adjudicate_item(
     the item's decision since, DecisionConflict is raised and their decision is kept. Labels are
     validated like a submit (required facets, one category in a single-choice facet, categories
     of the study's codebook version): LabelErrors by facet key, and nothing is written."""
-    from annotator.studies.services.annotation import validate_labels  # studies imports us
-
     schema = codebook_schema(item.study.codebook_version)
-    rows, errors = validate_labels(schema, labels, require=True)
+    rows, errors = schema.validate_labels(labels, require=True)
     if reason not in Decision.Reason.values:
         errors["reason"] = "choose the reason for the disagreement"
     if errors:

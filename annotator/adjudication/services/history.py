@@ -10,9 +10,10 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Literal
 
-from annotator.sql import insert, one_or_none
+from annotator.sql import one_or_none
 from annotator.studies.models import Annotation, AnnotationLabel, Item
 
+from .. import sql
 from ..models import Change, Decision, DecisionLabel
 
 Snapshot = dict[str, Any]
@@ -61,7 +62,7 @@ def record_change(
         previous = last.order_by("-at", "-pk").values_list("after", flat=True).first()
     if previous == after:
         return None
-    return insert(  # one statement without the ORM's compilation: this runs on every submit
+    return sql.insert_change(
         Change(
             item_id=item_id, subject=subject, annotation=annotation,
             user=user if getattr(user, "pk", None) else None, before=previous, after=after,

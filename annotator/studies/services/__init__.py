@@ -6,7 +6,7 @@ submits, proposals), progress (read-only figures for pages and the API).
 """
 
 from ..errors import LabelErrors, StudyError
-from .annotation import propose_category, save_draft, submit_annotation, validate_labels
+from .annotation import propose_category, save_draft, submit_annotation
 from .assignment import next_assignment, release_stale_assignments, skip_assignment
 from .selection import candidate_issues, clean_filters, preview_selection, select_issues
 from .studies import (
@@ -41,5 +41,4 @@ __all__ = [
     "skip_assignment",
     "submit_annotation",
     "update_study",
-    "validate_labels",
 ]

@@ -5,19 +5,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from annotator.adjudication.services import decide_item_if_complete, record_change
 from annotator.agreement.services import on_round_progress
-from annotator.sql import insert, replace_rows, table
 from taxonomy_app.errors import CodebookError
 from taxonomy_app.models import Category, Facet, Proposal
 from taxonomy_app.services import create_proposal
 
-from ..codebook import CodebookSchema, codebook_schema
+from .. import sql
+from ..codebook import codebook_schema
 from ..errors import LabelErrors, StudyError
-from ..models import Annotation, AnnotationLabel, Assignment, Item
+from ..models import Annotation, Assignment
 from .assignment import lock_assignment, reclaim_if_expired
 
 Status = Assignment.Status
@@ -37,7 +37,7 @@ def save_draft(
         raise StudyError(f"this item is {assignment.get_status_display()}; drafts are not saved")
     reclaim_if_expired(assignment)
     schema = codebook_schema(assignment.item.study.codebook_version)
-    rows, _ = validate_labels(schema, labels, require=False)
+    rows, _ = schema.validate_labels(labels, require=False)
     annotation = _write(assignment, rows, notes, seconds_spent, Annotation.Status.DRAFT)
     Assignment.objects.filter(pk=assignment.pk).update(touched_at=timezone.now())
     return annotation
@@ -55,7 +55,7 @@ def submit_annotation(
     if assignment.status == Status.SKIPPED:
         raise StudyError("this item was skipped")
     schema = codebook_schema(assignment.item.study.codebook_version)
-    rows, errors = validate_labels(schema, labels, require=True)
+    rows, errors = schema.validate_labels(labels, require=True)
     if errors:
         raise LabelErrors(errors)
     reclaim_if_expired(assignment)
@@ -64,15 +64,8 @@ def submit_annotation(
     # A re-submit may change an automatic decision: the rules run again on every one of them.
     completes = not first_submit
     if first_submit:
-        now = timezone.now()
-        assignments = table(Assignment)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {assignments} SET status = %s, finished_at = %s, touched_at = %s"
-                " WHERE id = %s",
-                [Status.SUBMITTED, now, now, assignment.pk],
-            )
-        completes = _count_submit(assignment.item_id)
+        sql.mark_submitted(assignment.pk, timezone.now())
+        completes = sql.count_submit(assignment.item_id)
         if completes:
             on_round_progress(item_id=assignment.item_id)  # a complete round gets its run
     # The item's history, and its decision once all k annotations are in (adjudication).
@@ -80,44 +73,6 @@ def submit_annotation(
     if completes:
         decide_item_if_complete(item=assignment.item, schema=schema)
     return annotation
-
-
-def _count_submit(item_id: int) -> bool:
-    """Count a first submit on its item; True when that makes the item complete. One statement
-    (the ORM's update cannot return the new count): the item's row lock it takes is held to
-    the end of the submit, so the answer stays true, and an item still waiting for annotations
-    costs no further query for its decision."""
-    item = table(Item)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {item} SET submitted_count = submitted_count + 1 WHERE id = %s"
-            " RETURNING submitted_count >= quota",
-            [item_id],
-        )
-        (complete,) = cursor.fetchone()
-    return bool(complete)
-
-
-def validate_labels(
-    schema: CodebookSchema, labels: Labels, *, require: bool
-) -> tuple[list[tuple[int, int]], dict[str, str]]:
-    """(facet id, category id) rows that fit the codebook, and errors by facet key."""
-    rows: list[tuple[int, int]] = []
-    errors: dict[str, str] = {}
-    for facet in schema.facets:
-        chosen = list(dict.fromkeys(int(c) for c in labels.get(facet.id, ())))
-        valid = [c for c in chosen if schema.facet_of.get(c) == facet.id]
-        if len(valid) < len(chosen):
-            errors[facet.key] = "choose among this facet's categories"
-        elif not facet.is_multi and len(valid) > 1:
-            errors[facet.key] = "choose one category only"
-        elif require and facet.required and not valid:
-            errors[facet.key] = "required: choose a category"
-        rows.extend((facet.id, c) for c in (valid if facet.is_multi else valid[:1]))
-    unknown = set(labels) - {f.id for f in schema.facets}
-    if unknown:
-        errors["facets"] = f"unknown facet ids {sorted(unknown)}"
-    return rows, errors
 
 
 def _write(
@@ -139,10 +94,8 @@ def _write(
     update = ["codebook_version", "status", "notes", "seconds_spent", "updated_at"]
     if status == Annotation.Status.SUBMITTED:
         update.append("submitted_at")
-    # Hand-written statements: they run on every draft save and submit, and compiling them in
-    # the ORM cost more than running them.
-    annotation = insert(annotation, on_conflict=["assignment"], update=update)
-    replace_rows(AnnotationLabel, "annotation_id", annotation.pk, ["facet_id", "category_id"], rows)
+    annotation = sql.upsert_annotation(annotation, update=update)
+    sql.replace_annotation_labels(annotation.pk, rows)
     return annotation
 
 

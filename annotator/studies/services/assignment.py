@@ -7,14 +7,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotator.sql import Columns, insert, lock_clause, table
-
+from .. import sql
 from ..errors import StudyError
-from ..models import Assignment, Item, Membership, Study
+from ..models import Assignment, Item, Study
 
 Status = Assignment.Status
 
@@ -29,75 +28,19 @@ def next_assignment(*, study: Study, annotator: Any) -> Assignment | None:
     complete breadth first, and agreement can be computed early), then the seeded order. The
     item row is taken with SELECT … FOR UPDATE SKIP LOCKED: concurrent requests each get a
     different item instead of queueing on one. The annotator's membership row is locked first,
-    so two tabs of one annotator cannot take two items at once.
+    so two tabs of one annotator cannot take two items at once. (Statements: studies/sql.py.)
     """
-    _lock_annotator(study.pk, annotator.pk)
-    current = _open_assignment(study.pk, annotator.pk)
+    if not sql.lock_annotator(study.pk, annotator.pk):
+        raise StudyError("only the study's annotators are given items to label")
+    current = sql.open_assignment(study.pk, annotator.pk)
     if current is not None:
         return current
-    item_id = _free_item(study.pk, annotator.pk)
+    item_id = sql.free_item(study.pk, annotator.pk)
     if item_id is None:
         return None
-    assignment = insert(Assignment(item_id=item_id, annotator=annotator))
-    item = table(Item)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {item} SET active_count = active_count + 1 WHERE id = %s", [item_id]
-        )
+    assignment = sql.create_assignment(item_id, annotator.pk)
+    assignment.annotator = annotator
     return assignment
-
-
-# "Next item" is written in SQL: it runs on every submit, and the ORM spent longer composing
-# its statements than PostgreSQL took to answer them. SQLite (the demo) has no row locks.
-
-
-def _lock_annotator(study_id: int, annotator_id: int) -> None:
-    membership = table(Membership)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT 1 FROM {membership} WHERE study_id = %s AND user_id = %s AND role = %s"
-            + lock_clause(""),
-            [study_id, annotator_id, Membership.Role.ANNOTATOR],
-        )
-        if cursor.fetchone() is None:
-            raise StudyError("only the study's annotators are given items to label")
-
-
-_OPEN = Columns(Assignment, "a")
-
-
-def _open_assignment(study_id: int, annotator_id: int) -> Assignment | None:
-    """The annotator's oldest assignment in progress in the study."""
-    item = table(Item)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {_OPEN.sql()} FROM {_OPEN.table()} JOIN {item} i ON i.id = a.item_id"
-            " WHERE i.study_id = %s AND a.annotator_id = %s AND a.status = %s"
-            " ORDER BY a.assigned_at, a.id LIMIT 1",
-            [study_id, annotator_id, Status.ASSIGNED],
-        )
-        row = cursor.fetchone()
-    return _OPEN.build(row, 0) if row else None
-
-
-def _free_item(study_id: int, annotator_id: int) -> int | None:
-    """The id of the next item for the annotator, its row locked (SKIP LOCKED), or None. The
-    partial index item_pool holds exactly the rows of this order with a free slot, so the scan
-    stops at the first item the annotator was never given. Rounds are numbered in creation
-    order, so round_id orders them without a join."""
-    item = table(Item)
-    assignment = table(Assignment)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT i.id FROM {item} i"
-            " WHERE i.study_id = %s AND i.active_count < i.quota AND NOT EXISTS"
-            f" (SELECT 1 FROM {assignment} a WHERE a.item_id = i.id AND a.annotator_id = %s)"
-            " ORDER BY i.round_id, i.submitted_count DESC, i.active_count DESC, i.position"
-            " LIMIT 1" + lock_clause("i", skip_locked=True),
-            [study_id, annotator_id],
-        )
-        row = cursor.fetchone()
-    return int(row[0]) if row else None
 
 
 @transaction.atomic
@@ -122,13 +65,7 @@ def lock_assignment(assignment: Assignment, user: Any) -> Assignment:
     """`assignment` with its row locked for update and its status re-read under the lock; only
     its annotator may write to it. The lock reads one row, without joins: the caller's object
     keeps the item and study it was loaded with (they are loaded here if it was not)."""
-    assignments = table(Assignment)
-    with connection.cursor() as cursor:  # in SQL, as the reads of "next item" above
-        cursor.execute(
-            f"SELECT annotator_id, status FROM {assignments} WHERE id = %s" + lock_clause(""),
-            [assignment.pk],
-        )
-        row = cursor.fetchone()
+    row = sql.lock_assignment_row(assignment.pk)
     if row is None:
         raise Assignment.DoesNotExist(f"assignment {assignment.pk} no longer exists")
     annotator_id, status = row

@@ -8,11 +8,9 @@ from typing import Any, cast
 
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
-from django.db import connection
 from django.db.models import Avg, Count, Sum
 
-from annotator.sql import table
-
+from .. import sql
 from ..models import Annotation, Assignment, Item, Round, Study
 
 Status = Assignment.Status
@@ -30,26 +28,8 @@ class Progress:
 
 def annotator_progress(*, round_id: int, annotator: Any) -> Progress:
     """The annotator's submitted items of a round, over those they were given (skips and
-    timeouts not counted)."""
-    # In SQL: it is on every annotate page, and the ORM took longer to compose the aggregate
-    # than PostgreSQL to answer it.
-    assignment = table(Assignment)
-    item = table(Item)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT COUNT(*) FILTER (WHERE a.status = %s),"
-            " COUNT(*) FILTER (WHERE a.status IN (%s, %s))"
-            f" FROM {assignment} a JOIN {item} i ON i.id = a.item_id"
-            " WHERE i.round_id = %s AND a.annotator_id = %s",
-            [
-                Status.SUBMITTED,
-                Status.SUBMITTED,
-                Status.ASSIGNED,
-                round_id,
-                getattr(annotator, "pk", annotator),
-            ],
-        )
-        done, total = cursor.fetchone()
+    timeouts not counted). One statement (studies/sql.py): it is on every annotate page."""
+    done, total = sql.annotator_round_counts(round_id, getattr(annotator, "pk", annotator))
     return Progress(done=done, total=total)
 
 

@@ -11,7 +11,7 @@ from django.db.models import Max
 
 from annotator.issues.models import ISSUE_FILTERS, Issue, Repository
 
-from .. import sampling
+from .. import sampling, sql
 from ..errors import StudyError
 from ..models import Item, Round, Selection, Study
 from .studies import item_quota
@@ -102,9 +102,4 @@ def _add_items(study: Study, round: Round, issue_ids: list[int], seed: int) -> N
         # Fresh statistics, so that "next item" uses the pool index at once. With the estimate
         # of an empty table, PostgreSQL sorted every item of the study on each request
         # (6 ms at 3,000 items, 0.05 ms with the index) until autovacuum came by.
-        transaction.on_commit(_analyze_items, robust=True)
-
-
-def _analyze_items() -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(f'ANALYZE "{Item._meta.db_table}"')
+        transaction.on_commit(sql.analyze_items, robust=True)

@@ -9,8 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from django.db import connection
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -19,17 +18,15 @@ from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from annotator.issues.models import Issue, IssueComment, Repository
-from annotator.sql import Columns, table
-from taxonomy_app.models import CodebookVersion
+from annotator.issues.rendering import markdown_html
 
-from .. import services
+from .. import services, sql
+from ..access import membership_or_404, own_assignment_or_404
 from ..codebook import CodebookSchema, codebook_schema
 from ..errors import LabelErrors, StudyError
 from ..forms import SkipForm
-from ..models import Annotation, AnnotationLabel, Assignment, Item, Membership, Round, Study
+from ..models import Annotation, Assignment, Membership
 from ..services.progress import annotator_progress, round_progress
-from .access import markdown_html, membership_or_404
 from .facets import facets_html
 
 # The round's figure on the annotate page may be this many seconds old (the annotator's own is
@@ -54,100 +51,9 @@ def annotate_next(request: HttpRequest, study_id: int) -> HttpResponse:
     return redirect(assignment)
 
 
-def _assignment_or_404(
-    request: HttpRequest, assignment_id: int, *, page: bool = True
-) -> Assignment:
-    """The caller's own assignment with what the page shows (its item, issue, repository,
-    round, study, codebook version and annotation), or (`page=False`) only what a write needs:
-    its item, study and codebook version. The rare answer that shows the form again loads the
-    rest lazily.
-
-    Hand-written SQL (queries.Columns): these run on every request of the labeling loop, and
-    composing them with the ORM cost more than running them. The page's eight tables are read
-    in two queries of five and three: PostgreSQL plans one eight-table join in ~4 ms here, two
-    small ones in ~0.6 ms together (planning grows steeply with the number of tables)."""
-    with connection.cursor() as cursor:
-        parts = _PAGE if page else _WRITE
-        cursor.execute(_select(parts), [assignment_id, request.user.pk])
-        row = cursor.fetchone()
-        if row is None:
-            raise Http404("No such assignment")
-        assignment, item, *rest = _build(parts, row)
-        Assignment.item.field.set_cached_value(assignment, item)
-        if page:
-            issue, repository, annotation = rest
-            Issue.repository.field.set_cached_value(issue, repository)
-            Item.issue.field.set_cached_value(item, issue)
-            Assignment.annotation.related.set_cached_value(assignment, annotation)
-            if annotation is not None:
-                Annotation.assignment.field.set_cached_value(annotation, assignment)
-            cursor.execute(_select(_ROUND), [item.round_id])
-            round, *rest = _build(_ROUND, cursor.fetchone())
-            Round.study.field.set_cached_value(round, rest[0])
-            Item.round.field.set_cached_value(item, round)
-        study, version = rest
-        Study.codebook_version.field.set_cached_value(study, version)
-        Item.study.field.set_cached_value(item, study)
-    return assignment
-
-
-_PAGE = (
-    Columns(Assignment, "a"),
-    Columns(Item, "i"),
-    Columns(Issue, "s", defer={"raw", "search_vector"}),
-    Columns(Repository, "r"),
-    Columns(Annotation, "n"),
-)
-_ROUND = (Columns(Round, "o"), Columns(Study, "t"), Columns(CodebookVersion, "v"))
-_WRITE = (
-    Columns(Assignment, "a"),
-    Columns(Item, "i"),
-    Columns(Study, "t"),
-    Columns(CodebookVersion, "v"),
-)
-_JOINS = {
-    _PAGE: "{a} JOIN {i} ON i.id = a.item_id JOIN {s} ON s.id = i.issue_id"
-    " JOIN {r} ON r.id = s.repository_id LEFT JOIN {n} ON n.assignment_id = a.id"
-    " WHERE a.id = %s AND a.annotator_id = %s",
-    _ROUND: "{o} JOIN {t} ON t.id = o.study_id JOIN {v} ON v.id = t.codebook_version_id"
-    " WHERE o.id = %s",
-    _WRITE: "{a} JOIN {i} ON i.id = a.item_id JOIN {t} ON t.id = i.study_id"
-    " JOIN {v} ON v.id = t.codebook_version_id WHERE a.id = %s AND a.annotator_id = %s",
-}
-
-
-@lru_cache(maxsize=8)
-def _select(parts: tuple[Columns, ...]) -> str:
-    columns = ", ".join(part.sql() for part in parts)
-    tables = {part.alias: part.table() for part in parts}
-    return f"SELECT {columns} FROM " + _JOINS[parts].format(**tables)
-
-
-_COMMENT = Columns(IssueComment, "c", defer={"raw", "content_hash", "key", "issue"})
-
-
-def _comments(issue_id: int) -> list[IssueComment]:
-    """The issue's comments in thread order, with what the page shows."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {_COMMENT.sql()} FROM {_COMMENT.table()} WHERE c.issue_id = %s"
-            " ORDER BY c.created_at, c.id",
-            [issue_id],
-        )
-        return [_COMMENT.build(row, 0) for row in cursor.fetchall()]
-
-
-def _build(parts: tuple[Columns, ...], row: Any) -> list[Any]:
-    built, start = [], 0
-    for part in parts:
-        built.append(part.build(row, start))
-        start += len(part.fields)
-    return built
-
-
 def annotate(request: HttpRequest, assignment_id: int) -> HttpResponse:
-    assignment = _assignment_or_404(request, assignment_id)
-    comments = _comments(assignment.item.issue_id)
+    assignment = own_assignment_or_404(request.user, assignment_id)
+    comments = sql.issue_comments(assignment.item.issue_id)
     context = _form_context(assignment, _saved_labels(assignment), {})
     context.update(
         issue=assignment.item.issue,
@@ -170,19 +76,8 @@ def _annotation(assignment: Assignment) -> Annotation | None:
 
 
 def _saved_labels(assignment: Assignment) -> dict[int, list[int]]:
-    labels: dict[int, list[int]] = {}
     annotation = _annotation(assignment)
-    if annotation is None:
-        return labels
-    labels_table = table(AnnotationLabel)
-    with connection.cursor() as cursor:  # in SQL, as the page's other reads (see above)
-        cursor.execute(
-            f"SELECT facet_id, category_id FROM {labels_table} WHERE annotation_id = %s",
-            [annotation.pk],
-        )
-        for facet, category in cursor.fetchall():
-            labels.setdefault(facet, []).append(category)
-    return labels
+    return {} if annotation is None else sql.annotation_labels(annotation.pk)
 
 
 def _form_context(
@@ -225,7 +120,7 @@ def _work(request: HttpRequest, assignment: Assignment) -> dict[str, Any]:
 
 @require_POST
 def save_draft(request: HttpRequest, assignment_id: int) -> HttpResponse:
-    assignment = _assignment_or_404(request, assignment_id, page=False)
+    assignment = own_assignment_or_404(request.user, assignment_id, page=False)
     context: dict[str, Any] = {"saved_at": None, "error": None}
     try:
         services.save_draft(**_work(request, assignment))
@@ -237,7 +132,7 @@ def save_draft(request: HttpRequest, assignment_id: int) -> HttpResponse:
 
 @require_POST
 def submit(request: HttpRequest, assignment_id: int) -> HttpResponse:
-    assignment = _assignment_or_404(request, assignment_id, page=False)
+    assignment = own_assignment_or_404(request.user, assignment_id, page=False)
     work = _work(request, assignment)
     try:
         services.submit_annotation(**work)
@@ -283,7 +178,7 @@ def _go_next(request: HttpRequest, assignment: Assignment) -> HttpResponse:
 
 @require_POST
 def skip(request: HttpRequest, assignment_id: int) -> HttpResponse:
-    assignment = _assignment_or_404(request, assignment_id)
+    assignment = own_assignment_or_404(request.user, assignment_id)
     form = SkipForm(request.POST)
     try:
         if not form.is_valid():
@@ -296,7 +191,7 @@ def skip(request: HttpRequest, assignment_id: int) -> HttpResponse:
 
 @require_POST
 def propose(request: HttpRequest, assignment_id: int) -> HttpResponse:
-    assignment = _assignment_or_404(request, assignment_id)
+    assignment = own_assignment_or_404(request.user, assignment_id)
     facet = request.POST.get("facet", "")
     prefix = f"propose-{facet}-"
     context: dict[str, Any] = {"facet_id": facet, "proposal": None, "error": None}

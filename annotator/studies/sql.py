@@ -1,0 +1,321 @@
+"""The studies app's hand-written SQL: the statements of the labeling loop.
+
+Why not the ORM: these run on every request of the labeling loop — the annotate page, draft,
+submit, next item — for 50 annotators at once in `benchmarks/labeling_load.py`, and composing
+them with the ORM (query compilation, select_related's joins, building rows through the queryset
+machinery) cost more CPU than PostgreSQL took to run them. Each function is one statement, or a
+pair that always runs together.
+
+Table and column names come from the models (`Table`, `Columns`): the statements are built when
+this module is imported, so a renamed field fails every test, not a request.
+`tests/studies/test_sql.py` holds each result equal, field by field, to the ORM query it
+replaces, on PostgreSQL and on SQLite (the demo).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from django.db import connection
+
+from annotator.issues.models import Issue, IssueComment, Repository
+from annotator.sql import Columns, Table, insert, lock_clause, replace_rows
+from taxonomy_app.models import CodebookVersion
+
+from .models import (
+    Annotation,
+    AnnotationLabel,
+    Assignment,
+    Item,
+    Membership,
+    Round,
+    Study,
+)
+
+Status = Assignment.Status
+
+_a, _i, _s, _r, _n = (
+    Table(Assignment, "a"),
+    Table(Item, "i"),
+    Table(Issue, "s"),
+    Table(Repository, "r"),
+    Table(Annotation, "n"),
+)
+_o, _t, _v = Table(Round, "o"), Table(Study, "t"), Table(CodebookVersion, "v")
+
+
+# --- loading an assignment --------------------------------------------------------------------
+class _Load:
+    """A hand-written SELECT of several models' columns and the instances built back."""
+
+    def __init__(self, parts: tuple[Columns, ...], joins: str) -> None:
+        self.parts = parts
+        self.sql = f"SELECT {', '.join(part.sql() for part in parts)} FROM {joins}"
+
+    def one(self, params: Sequence[Any]) -> list[Any] | None:
+        with connection.cursor() as cursor:
+            cursor.execute(self.sql, params)
+            row = cursor.fetchone()
+        if row is None:
+            return None
+        built, start = [], 0
+        for part in self.parts:
+            built.append(part.build(row, start))
+            start += len(part.fields)
+        return built
+
+
+_PAGE = _Load(
+    (
+        Columns(Assignment, "a"),
+        Columns(Item, "i"),
+        Columns(Issue, "s", defer={"raw", "search_vector"}),
+        Columns(Repository, "r"),
+        Columns(Annotation, "n"),
+    ),
+    f"{_a} JOIN {_i} ON {_i.id} = {_a.item} JOIN {_s} ON {_s.id} = {_i.issue}"
+    f" JOIN {_r} ON {_r.id} = {_s.repository} LEFT JOIN {_n} ON {_n.assignment} = {_a.id}"
+    f" WHERE {_a.id} = %s AND {_a.annotator} = %s",
+)
+_ROUND = _Load(
+    (Columns(Round, "o"), Columns(Study, "t"), Columns(CodebookVersion, "v")),
+    f"{_o} JOIN {_t} ON {_t.id} = {_o.study} JOIN {_v} ON {_v.id} = {_t.codebook_version}"
+    f" WHERE {_o.id} = %s",
+)
+_WRITE = _Load(
+    (
+        Columns(Assignment, "a"),
+        Columns(Item, "i"),
+        Columns(Study, "t"),
+        Columns(CodebookVersion, "v"),
+    ),
+    f"{_a} JOIN {_i} ON {_i.id} = {_a.item} JOIN {_t} ON {_t.id} = {_i.study}"
+    f" JOIN {_v} ON {_v.id} = {_t.codebook_version} WHERE {_a.id} = %s AND {_a.annotator} = %s",
+)
+
+
+def own_assignment(assignment_id: int, annotator_id: int, *, page: bool) -> Assignment | None:
+    """The annotator's assignment, or None (not theirs, or no such assignment), with its
+    relations in place as `select_related` would set them.
+
+    `page`: with everything the annotate page shows (item, issue without its raw JSON and search
+    vector, repository, annotation, round, study, codebook version); else only what a write needs
+    (item, study, codebook version). The page's eight tables are read in two queries of five and
+    three: PostgreSQL plans one eight-table join in ~4 ms, two small ones in ~0.6 ms together
+    (planning grows steeply with the number of tables)."""
+    load = _PAGE if page else _WRITE
+    built = load.one([assignment_id, annotator_id])
+    if built is None:
+        return None
+    assignment, item, *rest = built
+    Assignment.item.field.set_cached_value(assignment, item)
+    if page:
+        issue, repository, annotation = rest
+        Issue.repository.field.set_cached_value(issue, repository)
+        Item.issue.field.set_cached_value(item, issue)
+        Assignment.annotation.related.set_cached_value(assignment, annotation)
+        if annotation is not None:
+            Annotation.assignment.field.set_cached_value(annotation, assignment)
+        round_, *rest = _ROUND.one([item.round_id]) or []
+        Round.study.field.set_cached_value(round_, rest[0])
+        Item.round.field.set_cached_value(item, round_)
+    study, version = rest
+    Study.codebook_version.field.set_cached_value(study, version)
+    Item.study.field.set_cached_value(item, study)
+    return assignment
+
+
+_COMMENT = Columns(IssueComment, "c", defer={"raw", "content_hash", "key", "issue"})
+_c = Table(IssueComment, "c")
+_COMMENTS = (
+    f"SELECT {_COMMENT.sql()} FROM {_c} WHERE {_c.issue} = %s ORDER BY {_c.created_at}, {_c.id}"
+)
+
+
+def issue_comments(issue_id: int) -> list[IssueComment]:
+    """The issue's comments in thread order, with what the annotate page shows (not their raw
+    JSON), built without the queryset machinery (one per page view, a thread can be long)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_COMMENTS, [issue_id])
+        return [_COMMENT.build(row, 0) for row in cursor.fetchall()]
+
+
+_l = Table(AnnotationLabel)
+_LABELS = f"SELECT {_l.facet}, {_l.category} FROM {_l} WHERE {_l.annotation} = %s"
+
+
+def annotation_labels(annotation_id: int) -> dict[int, list[int]]:
+    """Category ids by facet id of an annotation (one per annotate page view with a draft)."""
+    labels: dict[int, list[int]] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(_LABELS, [annotation_id])
+        for facet, category in cursor.fetchall():
+            labels.setdefault(facet, []).append(category)
+    return labels
+
+
+# --- progress ---------------------------------------------------------------------------------
+_PROGRESS = (
+    f"SELECT COUNT(*) FILTER (WHERE {_a.status} = %s),"
+    f" COUNT(*) FILTER (WHERE {_a.status} IN (%s, %s))"
+    f" FROM {_a} JOIN {_i} ON {_i.id} = {_a.item} WHERE {_i.round} = %s AND {_a.annotator} = %s"
+)
+
+
+def annotator_round_counts(round_id: int, annotator_id: int) -> tuple[int, int]:
+    """(submitted, submitted + in progress) assignments of the annotator in the round: the
+    annotator's own figure on every annotate page (the ORM composed the aggregate slower than
+    PostgreSQL answered it)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _PROGRESS, [Status.SUBMITTED, Status.SUBMITTED, Status.ASSIGNED, round_id, annotator_id]
+        )
+        done, total = cursor.fetchone()
+    return int(done), int(total)
+
+
+# --- next item --------------------------------------------------------------------------------
+_m = Table(Membership)
+_LOCK_ANNOTATOR = f"SELECT 1 FROM {_m} WHERE {_m.study} = %s AND {_m.user} = %s AND {_m.role} = %s"
+
+
+def lock_annotator(study_id: int, annotator_id: int) -> bool:
+    """Lock the annotator's membership row of the study (FOR UPDATE); False when they are not
+    one of its annotators. Serialises one annotator's "next item" requests (two tabs take one
+    item, not two). On every submit, as the rest of "next item"."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _LOCK_ANNOTATOR + lock_clause(), [study_id, annotator_id, Membership.Role.ANNOTATOR]
+        )
+        return cursor.fetchone() is not None
+
+
+_OPEN = Columns(Assignment, "a")
+_OPEN_ASSIGNMENT = (
+    f"SELECT {_OPEN.sql()} FROM {_a} JOIN {_i} ON {_i.id} = {_a.item}"
+    f" WHERE {_i.study} = %s AND {_a.annotator} = %s AND {_a.status} = %s"
+    f" ORDER BY {_a.assigned_at}, {_a.id} LIMIT 1"
+)
+
+
+def open_assignment(study_id: int, annotator_id: int) -> Assignment | None:
+    """The annotator's oldest assignment in progress in the study, if any."""
+    with connection.cursor() as cursor:
+        cursor.execute(_OPEN_ASSIGNMENT, [study_id, annotator_id, Status.ASSIGNED])
+        row = cursor.fetchone()
+    return _OPEN.build(row, 0) if row else None
+
+
+_given = Table(Assignment, "g")
+_FREE_ITEM = (
+    f"SELECT {_i.id} FROM {_i}"
+    f" WHERE {_i.study} = %s AND {_i.active_count} < {_i.quota} AND NOT EXISTS"
+    f" (SELECT 1 FROM {_given} WHERE {_given.item} = {_i.id} AND {_given.annotator} = %s)"
+    f" ORDER BY {_i.round}, {_i.submitted_count} DESC, {_i.active_count} DESC, {_i.position}"
+    " LIMIT 1"
+)
+
+
+def free_item(study_id: int, annotator_id: int) -> int | None:
+    """The id of the next item for the annotator — the first by round with a free slot that was
+    never given to them, most submitted and live assignments first (items complete breadth
+    first), then the seeded order — its row locked FOR UPDATE SKIP LOCKED (concurrent requests
+    each get another item instead of queueing on one), or None.
+
+    The partial index item_pool holds exactly these rows in this order, so the scan stops at
+    the first item the annotator was never given. Rounds are numbered in creation order, so
+    round_id orders them without a join."""
+    with connection.cursor() as cursor:
+        cursor.execute(_FREE_ITEM + lock_clause("i", skip_locked=True), [study_id, annotator_id])
+        row = cursor.fetchone()
+    return int(row[0]) if row else None
+
+
+_TAKE_SLOT = (
+    f"UPDATE {_i.name} SET {_i.c('active_count')} = {_i.c('active_count')} + 1"
+    f" WHERE {_i.c('id')} = %s"
+)
+
+
+def create_assignment(item_id: int, annotator_id: int) -> Assignment:
+    """A new assignment of the item to the annotator, and the item's live counter up by one
+    (the CHECK on the counters refuses a slot past the quota). Two statements without the ORM's
+    compilation of an insert and an F() update: they run on every submit that moves on."""
+    assignment = insert(Assignment(item_id=item_id, annotator_id=annotator_id))
+    with connection.cursor() as cursor:
+        cursor.execute(_TAKE_SLOT, [item_id])
+    return assignment
+
+
+# --- writing an annotation --------------------------------------------------------------------
+_own = Table(Assignment)
+_LOCK_ASSIGNMENT = f"SELECT {_own.annotator}, {_own.status} FROM {_own} WHERE {_own.id} = %s"
+
+
+def lock_assignment_row(assignment_id: int) -> tuple[int, str] | None:
+    """Lock the assignment's row (FOR UPDATE) and return (annotator id, status) as they are
+    under the lock, or None when it no longer exists. One row, no joins: on every draft save
+    and submit."""
+    with connection.cursor() as cursor:
+        cursor.execute(_LOCK_ASSIGNMENT + lock_clause(), [assignment_id])
+        row = cursor.fetchone()
+    return None if row is None else (int(row[0]), str(row[1]))
+
+
+_MARK_SUBMITTED = (
+    f"UPDATE {_own.name} SET {_own.status} = %s, {_own.finished_at} = %s,"
+    f" {_own.touched_at} = %s WHERE {_own.id} = %s"
+)
+
+
+def mark_submitted(assignment_id: int, now: datetime) -> None:
+    """Set the assignment submitted, finished and touched at `now` (a first submit)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_MARK_SUBMITTED, [Status.SUBMITTED, now, now, assignment_id])
+
+
+_COUNT_SUBMIT = (
+    f"UPDATE {_i.name} SET {_i.c('submitted_count')} = {_i.c('submitted_count')} + 1"
+    f" WHERE {_i.c('id')} = %s RETURNING {_i.c('submitted_count')} >= {_i.c('quota')}"
+)
+
+
+def count_submit(item_id: int) -> bool:
+    """Count a first submit on its item; True when that makes the item complete. One statement
+    (the ORM's update cannot return the new count): the item's row lock it takes is held to
+    the end of the submit, so the answer stays true, and an item still waiting for annotations
+    costs no further query for its decision."""
+    with connection.cursor() as cursor:
+        cursor.execute(_COUNT_SUBMIT, [item_id])
+        (complete,) = cursor.fetchone()
+    return bool(complete)
+
+
+def upsert_annotation(annotation: Annotation, *, update: Sequence[str]) -> Annotation:
+    """Insert the assignment's annotation, or update its `update` fields if it has one (INSERT
+    … ON CONFLICT … DO UPDATE, as bulk_create(update_conflicts=True) would), in one statement
+    without the ORM's compilation: on every draft save and submit."""
+    return insert(annotation, on_conflict=["assignment"], update=update)
+
+
+def replace_annotation_labels(
+    annotation_id: int, rows: Sequence[tuple[int, int]], *, new: bool = False
+) -> None:
+    """Replace the annotation's (facet id, category id) rows: a DELETE (none when `new`) and one
+    multi-row INSERT, on every draft save and submit."""
+    replace_rows(
+        AnnotationLabel, "annotation_id", annotation_id, ["facet_id", "category_id"], rows, new=new
+    )
+
+
+# --- selection --------------------------------------------------------------------------------
+def analyze_items() -> None:
+    """Refresh PostgreSQL's statistics of the item table after a selection added many rows, so
+    that "next item" is planned over the partial index item_pool at once rather than after
+    autovacuum's next pass. ANALYZE has no ORM form."""
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {Table(Item).name}")
