@@ -1,0 +1,134 @@
+"""Each statement of annotator/adjudication/sql.py gives what the ORM query it replaces gives.
+Run on PostgreSQL here and again on SQLite by tests/test_sql_on_sqlite.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from annotator.adjudication import sql
+from annotator.adjudication.models import (
+    AdjudicationSettings,
+    Change,
+    Decision,
+    DecisionLabel,
+    ItemAgreement,
+)
+from annotator.studies.models import Annotation, AnnotationLabel, Item
+from annotator.studies.services import next_assignment, save_draft
+from tests.adjudication.helpers import Scene, label_next
+
+pytestmark = pytest.mark.django_db
+
+
+def fields(instance: Any) -> dict[str, Any]:
+    return {f.attname: getattr(instance, f.attname) for f in type(instance)._meta.concrete_fields}
+
+
+# --- the ORM twins ----------------------------------------------------------------------------
+def orm_lock_item(item_id: int) -> sql.ItemState | None:
+    item = (
+        Item.objects.select_for_update(of=("self",), no_key=True)
+        .select_related("study")
+        .filter(pk=item_id)
+        .first()
+    )
+    if item is None:
+        return None
+    majority = AdjudicationSettings.objects.filter(study_id=item.study_id).values_list(
+        "majority_rule", flat=True
+    )
+    return sql.ItemState(
+        item.submitted_count, item.quota, item.study.codebook_version_id, bool(majority.first())
+    )
+
+
+def orm_submitted_label_sets(item_id: int) -> list[dict[int, frozenset[int]]]:
+    annotations = Annotation.objects.filter(
+        assignment__item_id=item_id, status=Annotation.Status.SUBMITTED
+    ).order_by("pk")
+    out = []
+    for annotation in annotations.prefetch_related("labels"):
+        sets: dict[int, set[int]] = {}
+        for label in annotation.labels.all():
+            sets.setdefault(label.facet_id, set()).add(label.category_id)
+        out.append({f: frozenset(c) for f, c in sets.items()})
+    return out
+
+
+# --- tests ------------------------------------------------------------------------------------
+def test_lock_item_matches_the_orm(scene: Scene) -> None:
+    item = label_next(scene, {"symptom": "hang"}, {"symptom": "crash"})
+    assert sql.lock_item(item.pk) == orm_lock_item(item.pk)
+    assert sql.lock_item(item.pk) == (2, 2, scene.study.codebook_version_id, False)
+    AdjudicationSettings.objects.create(study=scene.study, majority_rule=True)
+    assert sql.lock_item(item.pk) == orm_lock_item(item.pk)
+    assert sql.lock_item(item.pk).majority_rule is True  # type: ignore[union-attr]
+    assert sql.lock_item(item.pk + 1000) is None is orm_lock_item(item.pk + 1000)
+
+
+def test_submitted_label_sets_match_the_orm(scene: Scene) -> None:
+    item = label_next(scene, {"symptom": "hang"}, {"symptom": "crash"})
+    sets = sql.submitted_label_sets(item.pk)
+    assert sets == orm_submitted_label_sets(item.pk) and len(sets) == 2
+    assert sets[0] != sets[1]
+    # a submitted annotation without labels still counts; a draft does not
+    annotation = Annotation.objects.filter(assignment__item=item).order_by("pk").first()
+    assert annotation is not None
+    AnnotationLabel.objects.filter(annotation=annotation).delete()
+    a = scene.annotators[0]
+    draft = next_assignment(study=scene.study, annotator=a)
+    save_draft(assignment=draft, user=a, labels=scene.world.labels(symptom="hang"))
+    assert sql.submitted_label_sets(item.pk) == orm_submitted_label_sets(item.pk)
+    assert sql.submitted_label_sets(item.pk)[0] == {}
+    assert sql.submitted_label_sets(draft.item_id) == orm_submitted_label_sets(draft.item_id) == []
+
+
+def test_store_item_agreement_writes_what_update_or_create_would(scene: Scene) -> None:
+    item = label_next(scene, {"symptom": "hang"}, {"symptom": "crash"})
+    twin = label_next(scene, {"symptom": "hang"}, {"symptom": "crash"})
+    facets = sorted(scene.world.labels())[:2]
+    for value, disagreeing in ((0.25, facets), (0.75, facets[:1])):
+        ours = sql.store_item_agreement(item.pk, value, disagreeing)
+        theirs, _ = ItemAgreement.objects.update_or_create(item=twin, defaults={"value": value})
+        theirs.disagreeing_facets.set(disagreeing)
+        rows = [ItemAgreement.objects.get(pk=x.pk) for x in (ours, theirs)]
+        assert [
+            (r.value, sorted(r.disagreeing_facets.values_list("pk", flat=True))) for r in rows
+        ] == [(value, sorted(disagreeing))] * 2
+    assert ItemAgreement.objects.filter(item=item).count() == 1
+
+
+def test_decision_and_its_labels_are_stored_as_the_orm_would(scene: Scene) -> None:
+    item = label_next(scene, {"symptom": "hang"}, {"symptom": "crash"})
+    twin = label_next(scene, {"symptom": "hang"}, {"symptom": "crash"})
+    Decision.objects.filter(item__in=[item, twin]).delete()
+    ours = sql.insert_decision(Decision(item_id=item.pk, source=Decision.Source.UNANIMOUS))
+    theirs = Decision.objects.create(item_id=twin.pk, source=Decision.Source.UNANIMOUS)
+    rows = [fields(Decision.objects.get(pk=x.pk)) for x in (ours, theirs)]
+    for row in rows:
+        del row["id"], row["item_id"]
+        row["created_at"] = row["updated_at"] = None  # the time of each insert
+    assert rows[0] == rows[1]
+    labels = [(f, cs[0]) for f, cs in scene.world.labels(screening="relevant").items() if cs]
+    sql.replace_decision_labels(ours.pk, labels, new=True)
+    assert sorted(
+        DecisionLabel.objects.filter(decision=ours).values_list("facet_id", "category_id")
+    ) == sorted(labels)
+    sql.replace_decision_labels(ours.pk, labels[:0])
+    assert not DecisionLabel.objects.filter(decision=ours).exists()
+
+
+def test_insert_change_stores_what_save_would(scene: Scene) -> None:
+    item = label_next(scene, {"symptom": "hang"}, {"symptom": "crash"})
+    after = {"source": "adjudicated", "labels": {"symptom": ["hang"]}}
+    values = {"item_id": item.pk, "subject": Change.Subject.DECISION, "after": after}
+    ours = sql.insert_change(Change(**values, user=scene.adjudicator, before=None))
+    theirs = Change.objects.create(**values, user=scene.adjudicator, before=None)
+    rows = [fields(Change.objects.get(pk=x.pk)) for x in (ours, theirs)]
+    for row in rows:
+        del row["id"]
+        assert row.pop("at") <= timezone.now()
+    assert rows[0] == rows[1] and rows[0]["after"] == after
