@@ -4,7 +4,8 @@ Writers leave `search_vector` NULL on every issue they create or change (or whos
 change); `index_pending_issues` fills those in, in small committed batches, after the write has
 committed. Keeping the costly part (text parsing and GIN updates, about two thirds of an import's
 time) out of the import's transaction keeps imports fast and atomic; search catches up seconds
-later, and the issue list says how many issues are not yet searchable.
+later, and the issue list says how many issues are not yet searchable. The statement is
+sql.index_search_batch.
 """
 
 from __future__ import annotations
@@ -13,24 +14,12 @@ from collections.abc import Callable
 
 from django.db import connection, transaction
 
-from .models import SEARCH_CONFIG, Issue
+from .models import Issue
+from .sql import index_search_batch
 
 # tsvector values are capped at 1 MB; long logs add little to search past their first pages.
 SEARCH_TEXT_LIMIT = 100_000
 INDEX_BATCH_SIZE = 2000
-
-_INDEX_BATCH = """
-UPDATE issues_issue AS i SET search_vector =
-    setweight(to_tsvector(%(config)s::regconfig, left(i.title, %(limit)s)), 'A')
-    || setweight(to_tsvector(%(config)s::regconfig, left(i.body, %(limit)s)), 'B')
-    || setweight(to_tsvector(%(config)s::regconfig, left(coalesce(
-         (SELECT string_agg(c.body, ' ' ORDER BY c.id) FROM issues_issuecomment c
-          WHERE c.issue_id = i.id), ''), %(limit)s)), 'C')
-WHERE i.id IN (
-    SELECT id FROM issues_issue WHERE search_vector IS NULL
-    ORDER BY id LIMIT %(batch)s FOR UPDATE SKIP LOCKED
-)
-"""
 
 
 def search_is_indexed() -> bool:
@@ -57,12 +46,8 @@ def index_pending_issues(
         return 0
     total = 0
     while True:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(
-                _INDEX_BATCH,
-                {"config": SEARCH_CONFIG, "limit": SEARCH_TEXT_LIMIT, "batch": batch_size},
-            )
-            done = cursor.rowcount
+        with transaction.atomic():
+            done = index_search_batch(batch_size=batch_size, text_limit=SEARCH_TEXT_LIMIT)
         if done <= 0:
             return total
         total += done

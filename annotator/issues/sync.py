@@ -36,6 +36,7 @@ from .formats import CommentRecord, ImportFormatError, IssueRecord, record_from_
 from .github import GitHubClient, GitHubError, Response, Wait
 from .models import Issue, IssueComment, Repository, RepositoryAlias, SyncJob, SyncState
 from .search import index_pending_issues
+from .sql import advisory_unlock, try_advisory_lock
 from .writer import ImportCounts, RecordWriter, check_repository_name
 
 logger = logging.getLogger(__name__)
@@ -170,16 +171,12 @@ def _exclusive(repository: Repository) -> Iterator[None]:
     if connection.vendor != "postgresql":
         yield
         return
-    key = [_LOCK_NAMESPACE, repository.pk]
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s::int, %s::int)", key)
-        if not cursor.fetchone()[0]:
-            raise SyncError(f"another sync of {repository} is running; try again when it ends")
+    if not try_advisory_lock(_LOCK_NAMESPACE, repository.pk):
+        raise SyncError(f"another sync of {repository} is running; try again when it ends")
     try:
         yield
     finally:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s::int, %s::int)", key)
+        advisory_unlock(_LOCK_NAMESPACE, repository.pk)
 
 
 def _begin_run(

@@ -1,0 +1,185 @@
+"""The issues app's hand-written SQL, all of it PostgreSQL's: the COPY upsert of an import's
+issue rows, the search-vector indexing that follows it, and the advisory lock that keeps one
+sync per repository. Each function's docstring says why it is not the ORM. Table and column
+names come from the models (`annotator.sql.Table`): a renamed field fails at import, in every
+test, not in a request.
+
+Callers decide when a statement applies (`connection.vendor`); SQLite, the local demo, takes the
+ORM paths beside them (bulk.py) or has nothing to do (no search index, one process).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+from django.db import connection
+from django.db.models import Field
+
+from annotator.sql import Table
+
+from .models import SEARCH_CONFIG, Issue, IssueComment
+
+# --- the import's upsert -------------------------------------------------------------------------
+# The fields an import writes, in the order of its rows (bulk.ISSUE_COLUMNS); `imported_at` is
+# set by the statement and the search vector emptied, the rest is left to other services.
+_NOT_IMPORTED = {"id", "search_vector", "imported_at", "changed_at"}
+IMPORTED_FIELDS: tuple[Field[Any, Any], ...] = tuple(
+    f for f in Issue._meta.concrete_fields if f.name not in _NOT_IMPORTED
+)
+# Kept on a conflict: the key, and the count, which takes the larger of two (see writer.py).
+_KEPT = {"repository", "number", "comments_count"}
+
+_issue = Table(Issue)
+_i = Table(Issue, "i")
+_c = Table(IssueComment, "c")
+_STAGE = "issue_stage"  # a temporary table of this statement's own, not a model's
+_COLUMNS = ", ".join(_issue.c(f.name) for f in IMPORTED_FIELDS)
+_CREATE_STAGE = (
+    f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE} ON COMMIT DROP AS "
+    f"SELECT {_COLUMNS} FROM {_issue} WITH NO DATA"
+)
+_COPY = f"COPY {_STAGE} ({_COLUMNS}) FROM STDIN"
+_STORED_COMMENTS = f"(SELECT count(*) FROM {_c} WHERE {_c.issue} = {_issue.name}.{_issue.c('id')})"
+_UPSERT = (
+    f"INSERT INTO {_issue} ({_COLUMNS}, {_issue.imported_at}, {_issue.search_vector}) "
+    f"SELECT {_COLUMNS}, now(), NULL FROM {_STAGE} "
+    f"ON CONFLICT ({_issue.repository}, {_issue.number}) DO UPDATE SET "
+    + ", ".join(
+        f"{_issue.c(f.name)} = EXCLUDED.{_issue.c(f.name)}"
+        for f in IMPORTED_FIELDS
+        if f.name not in _KEPT
+    )
+    # GitHub's count, or the comments stored, whichever is larger (see writer.py).
+    + f", {_issue.comments_count} = greatest(EXCLUDED.{_issue.comments_count}, {_STORED_COMMENTS})"
+    + f", {_issue.imported_at} = EXCLUDED.{_issue.imported_at}"
+    + f", {_issue.search_vector} = NULL RETURNING {_issue.id}"
+)
+
+
+def copy_upsert_issues(rows: Sequence[tuple[Any, ...]]) -> list[int]:
+    """Insert or update issues given as tuples of IMPORTED_FIELDS' values; return their ids.
+    PostgreSQL only, inside a transaction (the staging table is dropped when it commits).
+
+    Not the ORM: COPY into a temporary table and one INSERT … SELECT … ON CONFLICT send 1,000
+    issues in one round trip of plain text, where `bulk_create(update_conflicts=True)` sends a
+    statement of 17,000 parameters that Django builds and PostgreSQL parses (10,000 GitHub-shaped
+    issues: 2.5 s through the ORM, under 1 s here; benchmarks/import_issues.py). The ORM has no
+    COPY; its twin is the portable path, bulk._bulk_create, and tests/issues/test_sql.py holds
+    what the two store equal."""
+    with connection.cursor() as cursor:
+        cursor.execute(_CREATE_STAGE)
+        cursor.execute(f"TRUNCATE {_STAGE}")
+        cursor.copy_expert(_COPY, _CopyStream(rows))
+        cursor.execute(_UPSERT)
+        return [pk for (pk,) in cursor.fetchall()]
+
+
+class _CopyStream:
+    """Rows in COPY's text format (tab-separated, \\N for NULL, backslash escapes), encoded
+    as COPY reads them: one batch as a single string would be megabytes, and allocations that
+    large fragment the heap so that the process grows with the number of batches."""
+
+    def __init__(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        self._lines: Iterator[bytes] = (
+            "\t".join(map(_copy_value, row)).encode() + b"\n" for row in rows
+        )
+        self._buffer = bytearray()
+
+    def read(self, size: int = -1) -> bytes:
+        while size < 0 or len(self._buffer) < size:
+            line = next(self._lines, None)
+            if line is None:
+                break
+            self._buffer += line
+        size = len(self._buffer) if size < 0 else size
+        chunk = bytes(self._buffer[:size])
+        del self._buffer[:size]
+        return chunk
+
+    def readline(self, size: int = -1) -> bytes:
+        return self.read(size)
+
+
+def _copy_value(value: Any) -> str:
+    if value is None:
+        return "\\N"
+    if isinstance(value, bool):
+        return "t" if value else "f"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, dict | list | tuple):
+        value = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return (
+        str(value)
+        .replace("\\", "\\\\")
+        .replace("\t", "\\t")
+        .replace("\n", "\\n")
+        .replace("\r", "\\r")
+    )
+
+
+# --- the search index ----------------------------------------------------------------------------
+def _weighted(text: str, weight: str) -> str:
+    return f"setweight(to_tsvector(%(config)s::regconfig, left({text}, %(limit)s)), '{weight}')"
+
+
+_COMMENT_TEXT = (
+    f"coalesce((SELECT string_agg({_c.body}, ' ' ORDER BY {_c.id}) FROM {_c}"
+    f" WHERE {_c.issue} = {_i.id}), '')"
+)
+_INDEX_BATCH = (
+    f"UPDATE {_issue} AS i SET {_issue.search_vector} = "
+    f"{_weighted(_i.title, 'A')} || {_weighted(_i.body, 'B')} || {_weighted(_COMMENT_TEXT, 'C')} "
+    f"WHERE {_i.id} IN (SELECT {_issue.id} FROM {_issue} "
+    f"WHERE {_issue.search_vector} IS NULL "
+    f"ORDER BY {_issue.id} LIMIT %(batch)s FOR UPDATE SKIP LOCKED)"
+)
+
+
+def index_search_batch(*, batch_size: int, text_limit: int) -> int:
+    """Fill in the search vector of up to `batch_size` issues that have none, skipping rows
+    another indexer holds; return how many were filled in. PostgreSQL only.
+
+    Title (weight A), body (B) and the comments' bodies in id order (C), each cut to
+    `text_limit` characters. Why not the ORM: no measured cost. Its twin in
+    tests/issues/test_sql.py (SearchVector over Left, Coalesce and StringAgg, with a
+    `select_for_update(skip_locked=True)` subquery) compiles to one equivalent statement and is
+    held equal to this one; this runs in background batches, where compiling either costs
+    nothing that matters. It is kept as written because it is the index's definition (which
+    text, cut where, weighted how), read in one place beside the GIN index's migration."""
+    params: dict[str, str | int] = {
+        "config": SEARCH_CONFIG,
+        "limit": text_limit,
+        "batch": batch_size,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_INDEX_BATCH, params)
+        return int(cursor.rowcount)
+
+
+# --- one sync per repository ---------------------------------------------------------------------
+def try_advisory_lock(space: int, key: int) -> bool:
+    """Take PostgreSQL's session advisory lock (`space`, `key`) if nobody holds it; whether it
+    was taken. It is held until `advisory_unlock` or until the connection closes, so a killed
+    process never leaves it behind.
+
+    Not the ORM: advisory locks are PostgreSQL functions with no model and no ORM form; a row
+    lock would need a transaction around the whole sync, which commits page by page."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s::int, %s::int)", [space, key])
+        (taken,) = cursor.fetchone()
+    return bool(taken)
+
+
+def advisory_unlock(space: int, key: int) -> bool:
+    """Release the advisory lock (`space`, `key`) this connection holds; whether it held it.
+    Not the ORM, for the reason `try_advisory_lock` gives."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_unlock(%s::int, %s::int)", [space, key])
+        (held,) = cursor.fetchone()
+    return bool(held)

@@ -1,0 +1,210 @@
+"""annotator/issues/sql.py: each statement against the ORM query it replaces, or, where the ORM
+has none (advisory locks), against what it must do."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from django.contrib.postgres.aggregates import StringAgg
+from django.contrib.postgres.search import SearchVector
+from django.core.exceptions import FieldDoesNotExist
+from django.db import connections, transaction
+from django.db.models import OuterRef, Subquery, Value
+from django.db.models.functions import Coalesce, Left
+
+from annotator.issues import bulk, sql
+from annotator.issues.models import SEARCH_CONFIG, Issue, IssueComment
+from annotator.sql import Table
+from tests.factories import IssueCommentFactory, IssueFactory, RepositoryFactory
+
+pytestmark = pytest.mark.django_db
+
+AWKWARD = 'tab\there\\back\\slash\r\nCRLF\nnewline "quotes" \\N not null 中文 🔥 \\\\t'
+NOT_COMPARED = {"id", "repository", "imported_at"}  # the repository differs; imported_at is now()
+
+
+def test_a_renamed_field_fails_when_a_statement_is_built():
+    with pytest.raises(FieldDoesNotExist):
+        _ = Table(Issue, "i").no_such_field
+    with pytest.raises(FieldDoesNotExist):
+        Table(IssueComment, "c").c("issue_number")
+
+
+# --- the import's upsert ------------------------------------------------------------------------
+def _row(repository_id: int, number: int, **values: Any) -> tuple[Any, ...]:
+    fields = {
+        "repository": repository_id, "number": number, "github_id": 1000 + number,
+        "title": f"Issue {number}", "body": "NCCL timeout", "state": "open", "state_reason": "",
+        "labels": ["bug"], "author": "someone",
+        "created_at": datetime(2023, 1, 2, 3, 4, 5, tzinfo=UTC), "updated_at": None,
+        "closed_at": None, "is_pull_request": False,
+        "html_url": f"https://github.com/o/r/issues/{number}", "comments_count": 0,
+        "raw": {"number": number}, "content_hash": f"{number:064x}",
+    } | values  # fmt: skip
+    return tuple(fields[f.name] for f in sql.IMPORTED_FIELDS)
+
+
+def _rows_for(repository_id: int) -> list[tuple[Any, ...]]:
+    return [
+        # An update: GitHub says 1 comment, 3 are stored; the larger count wins.
+        _row(repository_id, 1, title="edited", comments_count=1, state="closed",
+             closed_at=datetime(2023, 2, 1, tzinfo=UTC)),
+        # A new issue with every kind of value COPY's text format must escape.
+        _row(repository_id, 2, title=AWKWARD, body=AWKWARD, labels=[AWKWARD, "x"],
+             raw={"body": AWKWARD, "n": [1, None, True]}, github_id=None, is_pull_request=True,
+             comments_count=5, author=""),
+    ]  # fmt: skip
+
+
+def _stored(repository_id: int) -> list[dict[str, Any]]:
+    names = [f.name for f in Issue._meta.concrete_fields if f.name not in NOT_COMPARED]
+    return list(Issue.objects.filter(repository_id=repository_id).order_by("number").values(*names))
+
+
+@pytest.mark.postgresql_only
+def test_copy_upsert_stores_what_the_orm_upsert_stores():
+    """bulk._bulk_create is the ORM's upsert (bulk_create(update_conflicts=True), then the
+    stored-comment count) that the COPY statement replaces on PostgreSQL."""
+    by_copy, by_orm = RepositoryFactory(), RepositoryFactory()
+    for repository in (by_copy, by_orm):
+        issue = IssueFactory(repository=repository, number=1, comments_count=0)
+        IssueCommentFactory.create_batch(3, issue=issue)
+        Issue.objects.filter(pk=issue.pk).update(search_vector="stale")
+
+    with transaction.atomic():
+        ids = sql.copy_upsert_issues(_rows_for(by_copy.pk))
+    bulk._bulk_create(_rows_for(by_orm.pk))
+
+    assert _stored(by_copy.pk) == _stored(by_orm.pk)
+    assert [row["comments_count"] for row in _stored(by_copy.pk)] == [3, 5]
+    assert [row["title"] for row in _stored(by_copy.pk)] == ["edited", AWKWARD]
+    assert sorted(ids) == sorted(
+        Issue.objects.filter(repository=by_copy).values_list("pk", flat=True)
+    )
+
+
+@pytest.mark.postgresql_only
+def test_copy_upsert_stamps_the_import_time():
+    repository = RepositoryFactory()
+    before = datetime.now(UTC)
+    with transaction.atomic():
+        sql.copy_upsert_issues([_row(repository.pk, 1)])
+    assert Issue.objects.get(repository=repository).imported_at >= before.replace(microsecond=0)
+
+
+def test_upsert_issue_rows_creates_then_updates_on_this_database():
+    """The public upsert: COPY on PostgreSQL, bulk_create on SQLite (the SQLite run checks that
+    path)."""
+    repository = RepositoryFactory()
+    with transaction.atomic():
+        created = bulk.upsert_issue_rows([_row(repository.pk, 1), _row(repository.pk, 2)])
+        updated = bulk.upsert_issue_rows([_row(repository.pk, 2, title="edited")])
+
+    stored = dict(Issue.objects.filter(repository=repository).values_list("number", "title"))
+    assert stored == {1: "Issue 1", 2: "edited"}
+    assert sorted(created) == sorted(
+        Issue.objects.filter(repository=repository).values_list("pk", flat=True)
+    )
+    assert updated == [Issue.objects.get(repository=repository, number=2).pk]
+
+
+# --- the search index ---------------------------------------------------------------------------
+LIMIT = 40  # short, so that the cut at the text limit is part of what is compared
+
+
+def _orm_index(batch_size: int) -> int:
+    """The ORM's twin of sql.index_search_batch: a SearchVector update of a locking subquery."""
+    comments = (
+        IssueComment.objects.filter(issue=OuterRef("pk"))
+        .order_by()
+        .values("issue")
+        .annotate(text=StringAgg("body", " ", order_by="id"))
+        .values("text")
+    )
+    text = Left(Coalesce(Subquery(comments), Value("")), LIMIT)
+    vector = (
+        SearchVector(Left("title", LIMIT), config=SEARCH_CONFIG, weight="A")
+        + SearchVector(Left("body", LIMIT), config=SEARCH_CONFIG, weight="B")
+        + SearchVector(text, config=SEARCH_CONFIG, weight="C")
+    )
+    pending = (
+        Issue.objects.filter(search_vector__isnull=True)
+        .order_by("id")
+        .select_for_update(skip_locked=True)
+        .values("id")
+    )
+    return Issue.objects.filter(pk__in=pending[:batch_size]).update(search_vector=vector)
+
+
+def _vectors(ids: list[int]) -> dict[int, str]:
+    return dict(Issue.objects.filter(pk__in=ids).values_list("pk", "search_vector"))
+
+
+@pytest.mark.postgresql_only
+def test_search_vectors_equal_the_orm_search_vector_update():
+    issues = [
+        IssueFactory(title="Pipeline parallel hang at step 1000", body="NCCL " * 30),
+        IssueFactory(title="ZeRO stage 3 optimizer OOM", body="", comments_count=3),
+        IssueFactory(title="Tensor parallel deadlock", body="Stuck in all-reduce."),
+    ]
+    for body in ["Later comment mentions gradients", "first said checkpoint", "a third " * 10]:
+        IssueCommentFactory(issue=issues[1], body=body)
+    IssueCommentFactory(issue=issues[2], body="same here")
+    ids = [issue.pk for issue in issues]
+
+    assert sql.index_search_batch(batch_size=10, text_limit=LIMIT) == 3
+    by_sql = _vectors(ids)
+    Issue.objects.update(search_vector=None)
+    assert _orm_index(batch_size=10) == 3
+
+    assert by_sql == _vectors(ids)
+    assert all(by_sql.values())
+    # Comments in id order, their text cut at the limit: "checkpoint" is past it.
+    vector = by_sql[issues[1].pk]
+    assert "'gradient':9C" in vector and "'first':10C" in vector and "checkpoint" not in vector
+
+
+INDEXERS = {
+    "sql": lambda batch: sql.index_search_batch(batch_size=batch, text_limit=LIMIT),
+    "orm": lambda batch: _orm_index(batch_size=batch),
+}
+
+
+@pytest.mark.postgresql_only
+@pytest.mark.parametrize("indexer", INDEXERS)
+def test_a_batch_fills_at_most_its_size_of_pending_issues_in_id_order(indexer):
+    index = INDEXERS[indexer]
+    done = IssueFactory(title="already indexed")
+    Issue.objects.filter(pk=done.pk).update(search_vector="kept")
+    pending = [IssueFactory().pk for _ in range(3)]
+
+    assert index(2) == 2
+    assert [pk for pk, vector in sorted(_vectors(pending).items()) if vector] == pending[:2]
+    assert (index(2), index(2)) == (1, 0)
+    assert _vectors([done.pk])[done.pk] == "'kept'"
+
+
+# --- one sync per repository --------------------------------------------------------------------
+@pytest.mark.postgresql_only
+def test_an_advisory_lock_is_held_until_unlocked_and_only_by_one_connection():
+    """No ORM twin: advisory locks are PostgreSQL functions with no model behind them."""
+    space, key = 31_337, secrets.randbelow(2**31)
+    other = connections.create_connection("default")
+    try:
+        assert sql.try_advisory_lock(space, key)
+        assert not _try_lock(other, space, key)
+        assert sql.advisory_unlock(space, key)
+        assert not sql.advisory_unlock(space, key)  # not held any more
+        assert _try_lock(other, space, key)
+        assert not sql.try_advisory_lock(space, key)
+    finally:
+        other.close()  # its lock dies with its session
+
+
+def _try_lock(other: Any, space: int, key: int) -> bool:
+    with other.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s::int, %s::int)", [space, key])
+        return bool(cursor.fetchone()[0])
