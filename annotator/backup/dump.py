@@ -19,6 +19,7 @@ from annotator.studies.models import Study
 
 from .archive import FORMAT, FORMAT_VERSION, ArchiveWriter
 from .schema import app_version, describe_fields, migration_heads
+from .sql import begin_snapshot
 from .tables import TABLES, Scope, Table
 
 PROGRESS_EVERY = 5000
@@ -62,8 +63,7 @@ def snapshot() -> Iterator[None]:
     outer = connection.in_atomic_block
     with transaction.atomic():
         if connection.vendor == "postgresql" and not outer:
-            with connection.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            begin_snapshot()
         yield
 
 

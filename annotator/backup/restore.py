@@ -259,8 +259,8 @@ class Restorer:
         plan = self.plan(table)
         database_rows = [plan.database_row(p.values) for p in rows]
         try:
-            with transaction.atomic(), connection.cursor() as cursor:
-                new = plan.insert(cursor, database_rows)
+            with transaction.atomic():
+                new = plan.insert(database_rows)
         except DatabaseError:
             self._explain_refusal(plan, entry, rows, database_rows)
             raise
@@ -275,8 +275,8 @@ class Restorer:
         """A batch the database refused: insert its rows one by one to name the line."""
         for p, values in zip(rows, database_rows, strict=True):
             try:
-                with transaction.atomic(), connection.cursor() as cursor:
-                    plan.insert(cursor, [values])
+                with transaction.atomic():
+                    plan.insert([values])
             except DatabaseError as error:
                 reason = str(error).strip().splitlines()[0]
                 raise RestoreError(

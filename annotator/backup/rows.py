@@ -1,6 +1,7 @@
 """How archived rows become database rows, table by table: each field's converter from its
 JSON value (strict: a row written by `dump_study` has every value in its JSON type), the values
-of fields an archive does not carry, and one multi-row INSERT … RETURNING per batch.
+of fields an archive does not carry, and one multi-row INSERT … RETURNING per batch
+(`sql.RowInsert`).
 
 Why not Django's bulk insert: it builds a model instance per row and runs every value through
 the SQL compiler, two thirds of a restore's time at 200,000 rows. Here a table's plan is made
@@ -18,6 +19,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
+from .sql import RowInsert
 from .tables import Table
 
 INTEGERS = {
@@ -127,15 +129,9 @@ class TablePlan:
             None if f.get_internal_type() in PLAIN else _adapter(f, connection)
             for f in self.columns
         ]
-        quote = connection.ops.quote_name
-        self.head = (
-            f"INSERT INTO {quote(model._meta.db_table)} "
-            f"({', '.join(quote(f.column) for f in self.columns)}) VALUES "
-        )
-        self.one_row = "(" + ", ".join(["%s"] * len(self.columns)) + ")"
-        self.returning = f" RETURNING {quote(pk.column)}" if self.generated else ""
         # Parameters per statement stay under SQLite's and PostgreSQL's limits.
-        self.batch = max(1, min(1000, 30_000 // len(self.columns)))
+        batch = max(1, min(1000, 30_000 // len(self.columns)))
+        self.statement = RowInsert(model, self.columns, returning=self.generated, batch=batch)
 
     def database_row(self, values: dict[str, Any]) -> list[Any]:
         row = []
@@ -144,16 +140,9 @@ class TablePlan:
             row.append(value if adapt is None or value is None else adapt(value))
         return row
 
-    def insert(self, cursor: Any, rows: list[list[Any]]) -> list[int]:
+    def insert(self, rows: list[list[Any]]) -> list[int]:
         """Insert the rows; the new primary keys in the same order (generated keys only)."""
-        new: list[int] = []
-        for start in range(0, len(rows), self.batch):
-            chunk = rows[start : start + self.batch]
-            sql = self.head + ", ".join([self.one_row] * len(chunk)) + self.returning
-            cursor.execute(sql, [value for row in chunk for value in row])
-            if self.generated:
-                new.extend(r[0] for r in cursor.fetchall())
-        return new
+        return self.statement.insert(rows)
 
 
 def _adapter(f: Any, connection: Any) -> Callable[[Any], Any]:
