@@ -1,8 +1,8 @@
 # ruff: noqa: RUF002, RUF003 -- α, κ and × are the notation of the statistics.
 """The ORM → numpy bridge: submitted labels of a study as one units × raters table per facet.
 
-Two SQL statements read the scope (see `_fetch`; on SQLite, the local demo, two plain
-querysets instead). PostgreSQL packs each column into one
+Two SQL statements read the scope (see `_fetch`; they live in sql.py; on SQLite, the local
+demo, two plain querysets instead). PostgreSQL packs each column into one
 `bytea` (`string_agg(int8send(id))`), so 1.2 million labels arrive as a few buffers that
 `numpy.frombuffer` reads without a Python object per row; every aggregate of one query sees the
 rows in the same order, so the columns stay aligned. Tables are then built in numpy:
@@ -29,9 +29,10 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from annotator.studies.codebook import CategoryNode, FacetNode, codebook_schema
-from annotator.studies.models import Annotation, AnnotationLabel, Assignment, Item
+from annotator.studies.models import Annotation, AnnotationLabel, Item
 from taxonomy_app.models import Category, CodebookVersion
 
+from .sql import label_columns, submitted_annotation_columns
 from .stats import RatingTable
 
 IntArray = npt.NDArray[np.int64]
@@ -142,19 +143,7 @@ def _scope(study_id: int, round_id: int | None) -> list[IntArray]:
             rows = rows.filter(assignment__item__round_id=round_id)
         fields = ("id", "codebook_version_id", "assignment__item_id", "assignment__annotator_id")
         return _row_columns(rows.values_list(*fields), len(fields))
-    annotation, assignment = Annotation._meta.db_table, Assignment._meta.db_table
-    item = Item._meta.db_table
-    scope = "AND i.round_id = %s" if round_id is not None else ""
-    sql = f"""
-        SELECT string_agg(int8send(n.id), ''), string_agg(int8send(n.codebook_version_id), ''),
-               string_agg(int8send(a.item_id), ''), string_agg(int8send(a.annotator_id), '')
-        FROM {annotation} n
-        JOIN {assignment} a ON a.id = n.assignment_id
-        JOIN {item} i ON i.id = a.item_id
-        WHERE i.study_id = %s {scope} AND n.status = %s
-    """  # table names come from the models; values are parameters
-    params: list[Any] = [study_id, *([round_id] if round_id is not None else [])]
-    return _columns(sql, [*params, Annotation.Status.SUBMITTED])
+    return submitted_annotation_columns(study_id=study_id, round_id=round_id)
 
 
 def _labels(facet_ids: list[int], low: int, high: int) -> list[IntArray]:
@@ -163,20 +152,7 @@ def _labels(facet_ids: list[int], low: int, high: int) -> list[IntArray]:
             facet_id__in=facet_ids, annotation_id__gte=low, annotation_id__lte=high
         ).values_list("annotation_id", "facet_id", "category_id")
         return _row_columns(rows, 3)
-    sql = f"""
-        SELECT string_agg(int8send(annotation_id), ''), string_agg(int8send(facet_id), ''),
-               string_agg(int8send(category_id), '')
-        FROM {AnnotationLabel._meta.db_table}
-        WHERE facet_id = ANY(%s) AND annotation_id BETWEEN %s AND %s
-    """
-    return _columns(sql, [facet_ids, low, high])
-
-
-def _columns(sql: str, params: list[Any]) -> list[IntArray]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-    return [_ints(buffer) for buffer in row]
+    return label_columns(facet_ids=facet_ids, low=low, high=high)
 
 
 def _row_columns(rows: Any, width: int) -> list[IntArray]:
@@ -187,12 +163,6 @@ def _row_columns(rows: Any, width: int) -> list[IntArray]:
 def _item_count(study_id: int, round_id: int | None) -> int:
     items = Item.objects.filter(study_id=study_id)
     return (items.filter(round_id=round_id) if round_id is not None else items).count()
-
-
-def _ints(buffer: Any) -> IntArray:
-    if buffer is None:
-        return np.zeros(0, dtype=np.int64)
-    return np.frombuffer(bytes(buffer), dtype=">i8").astype(np.int64)
 
 
 def _facet_table(

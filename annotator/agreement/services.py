@@ -19,16 +19,16 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Exists, F, Max, OuterRef, Q
 from django.utils import timezone
 
 from annotator.jobs import claim_job, finish_job, job_heartbeat, report_progress
-from annotator.sql import table
 from annotator.studies.models import Annotation, Item, Round, Study
 
 from .labels import CONVENTIONS, LabelTable, load_label_table
 from .models import DEFAULT_THRESHOLD, AgreementRun, AgreementSettings, CalibrationPass
+from .sql import completed_round
 from .summary import PER_CATEGORY_JACKKNIFE_LIMIT, facet_summary
 
 __all__ = [
@@ -214,20 +214,11 @@ def on_round_progress(*, item_id: int) -> None:
 
 
 def _start_if_complete(item_id: int) -> None:
-    # One query in the common case (the round still incomplete), in SQL: it follows every
-    # submit that completes an item. The partial index item_incomplete answers the NOT EXISTS
-    # with one probe.
-    item = table(Item)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT i.round_id FROM {item} i WHERE i.id = %s AND i.submitted_count >= i.quota"
-            f" AND NOT EXISTS (SELECT 1 FROM {item} o"
-            " WHERE o.round_id = i.round_id AND o.submitted_count < o.quota)",
-            [item_id],
-        )
-        row = cursor.fetchone()
-    if row is not None:
-        start_runs_for_completed_rounds(round_ids=[row[0]])
+    # One query in the common case (the round still incomplete): it follows every submit that
+    # completes an item.
+    round_id = completed_round(item_id)
+    if round_id is not None:
+        start_runs_for_completed_rounds(round_ids=[round_id])
 
 
 def start_runs_for_completed_rounds(
