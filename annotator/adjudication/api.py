@@ -19,13 +19,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotator.studies.access import SEE_ALL, membership_or_404
 from annotator.studies.api import AnnotationOutput
 from annotator.studies.codebook import codebook_schema
 from annotator.studies.models import Annotation, AnnotationLabel, Item, Membership
 
 from . import services
 from .models import Comment, Decision, DecisionLabel, ItemAgreement
-from .views.access import SEE_ALL, membership_or_404
 
 Role = Membership.Role
 
@@ -192,9 +192,13 @@ class DecisionApi(APIView):
         try:
             labels = _labels_by_id(item, values["labels"])
             services.adjudicate_item(
-                item=item, user=request.user, labels=labels, reason=values["reason"],
-                comment=values["comment"], version=values["version"],
-            )  # fmt: skip
+                item=item,
+                user=request.user,
+                labels=labels,
+                reason=values["reason"],
+                comment=values["comment"],
+                version=values["version"],
+            )
         except services.LabelErrors as error:
             raise ValidationError({"labels": error.errors}) from error
         except services.DecisionConflict as error:
@@ -209,9 +213,13 @@ class DiscussionApi(APIView):
         ).visible_to(request.user, membership)
         comments = Comment.objects.filter(item=item).select_related("author")
         return DiscussionOutput(
-            {"item": item.pk, "released_at": item.released_at,
-             "annotations": _annotations(annotations).order_by("pk"), "comments": comments}
-        ).data  # fmt: skip
+            {
+                "item": item.pk,
+                "released_at": item.released_at,
+                "annotations": _annotations(annotations).order_by("pk"),
+                "comments": comments,
+            }
+        ).data
 
     @extend_schema(responses=DiscussionOutput)
     def get(self, request: Request, item_id: int) -> Response:

@@ -53,18 +53,27 @@ def compare(schema: CodebookSchema, annotations: Sequence[Annotation]) -> list[R
         shared = frozenset.intersection(*sets) if sets else frozenset()
         cells = [
             Cell(
-                index=i + 1, ids=sorted(sets[i]),
-                labels=[(lb.category.code, lb.category.name, lb.category_id not in shared)
-                        for lb in column],
+                index=i + 1,
+                ids=sorted(sets[i]),
+                labels=[
+                    (lb.category.code, lb.category.name, lb.category_id not in shared)
+                    for lb in column
+                ],
             )
             for i, column in enumerate(columns)
-        ]  # fmt: skip
+        ]
         rows.append(Row(facet=node, cells=cells, differs=len(set(sets)) > 1))
     return rows
 
 
 def _loose(facet: Any) -> FacetNode:
     return FacetNode(
-        id=facet.pk, key=facet.key, name=f"{facet.name} (earlier codebook version)",
-        kind=facet.kind, required=False, help="", categories=(), other_id=None,
-    )  # fmt: skip
+        id=facet.pk,
+        key=facet.key,
+        name=f"{facet.name} (earlier codebook version)",
+        kind=facet.kind,
+        required=False,
+        help="",
+        categories=(),
+        other_id=None,
+    )

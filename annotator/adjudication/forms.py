@@ -54,14 +54,19 @@ class DecisionForm(forms.Form):
             if facet.is_multi:
                 size = min(8, max(2, len(choices)))
                 field: forms.Field = forms.TypedMultipleChoiceField(
-                    choices=choices, coerce=int, required=False,
+                    choices=choices,
+                    coerce=int,
+                    required=False,
                     widget=forms.SelectMultiple(attrs={**attrs, "size": size}),
-                )  # fmt: skip
+                )
             else:
                 field = forms.TypedChoiceField(
-                    choices=[("", "—"), *choices], coerce=int, required=False, empty_value=None,
+                    choices=[("", "—"), *choices],
+                    coerce=int,
+                    required=False,
+                    empty_value=None,
                     widget=forms.Select(attrs=attrs),
-                )  # fmt: skip
+                )
             field.label = f"Final {facet.name}" + (" *" if facet.required else "")
             if facet.id in differs:
                 field.help_text = "the annotators differ here"
@@ -85,10 +90,11 @@ class DecisionForm(forms.Form):
 
 class CommentForm(forms.Form):
     body = forms.CharField(
-        label="Your message", max_length=10_000,
+        label="Your message",
+        max_length=10_000,
         widget=forms.Textarea(attrs={"rows": 3, "data-autofocus": ""}),
         help_text="Markdown. Everyone in this thread reads it.",
-    )  # fmt: skip
+    )
 
 
 class MajorityForm(forms.Form):

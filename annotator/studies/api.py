@@ -281,11 +281,12 @@ class _WorkApi(APIView):
         data.is_valid(raise_exception=True)
         try:
             return type(self).service(
-                assignment=assignment, user=request.user,
+                assignment=assignment,
+                user=request.user,
                 labels=_labels_by_id(assignment, data.validated_data["labels"]),
                 notes=data.validated_data["notes"],
                 seconds_spent=data.validated_data["seconds_spent"],
-            )  # fmt: skip
+            )
         except StudyError as error:
             raise _refuse(error) from error
 
@@ -359,10 +360,12 @@ class ProgressApi(APIView):
         rows = study_dashboard(study=study)
         data = [
             {
-                "round": row.round, "unassigned": row.unassigned,
-                "in_progress": row.in_progress, "complete": row.complete,
+                "round": row.round,
+                "unassigned": row.unassigned,
+                "in_progress": row.in_progress,
+                "complete": row.complete,
                 "annotators": [vars(a) for a in row.annotators],
             }
             for row in rows
-        ]  # fmt: skip
+        ]
         return Response(RoundProgressOutput(data, many=True).data)

@@ -19,10 +19,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import services
+from .access import MANAGERS, SEE_ALL
 from .api import RoundOutput, SelectionOutput, StudyOutput, _membership, _refuse
 from .errors import StudyError
 from .models import Assignment, Invitation, Item, Membership, Round, Selection, Study
-from .views.access import MANAGERS, SEE_ALL
 
 Role = Membership.Role
 ITEM_STATES = ["unassigned", "in progress", "complete"]  # ItemQuerySet.with_state

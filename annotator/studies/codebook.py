@@ -142,14 +142,27 @@ def _facet_node(facet: Facet, categories: list[Category]) -> FacetNode:
     walk(None, 0, "")
     other = next((c.id for c in ordered if c.code == "other" or c.code.endswith("-other")), None)
     return FacetNode(
-        id=facet.pk, key=facet.key, name=facet.name, kind=facet.kind, required=facet.required,
-        help=facet.help, categories=tuple(ordered), other_id=other,
-    )  # fmt: skip
+        id=facet.pk,
+        key=facet.key,
+        name=facet.name,
+        kind=facet.kind,
+        required=facet.required,
+        help=facet.help,
+        categories=tuple(ordered),
+        other_id=other,
+    )
 
 
 def _category_node(category: Category, depth: int, path: str) -> CategoryNode:
     return CategoryNode(
-        id=category.pk, code=category.code, name=category.name, definition=category.definition,
-        include=category.include, exclude=category.exclude, examples=category.examples,
-        depth=depth, parent_id=category.parent_id, path=path,
-    )  # fmt: skip
+        id=category.pk,
+        code=category.code,
+        name=category.name,
+        definition=category.definition,
+        include=category.include,
+        exclude=category.exclude,
+        examples=category.examples,
+        depth=depth,
+        parent_id=category.parent_id,
+        path=path,
+    )

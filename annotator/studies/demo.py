@@ -28,18 +28,24 @@ def seed_demo_study(*, owner: Any, password: str = "") -> tuple[Study, dict[str,
     study = Study.objects.filter(name=DEMO_STUDY).first()
     if study is None:
         study = create_study(
-            name=DEMO_STUDY, codebook_version=version, owner=owner, overlap_k=2,
+            name=DEMO_STUDY,
+            codebook_version=version,
+            owner=owner,
+            overlap_k=2,
             guidelines="Read the whole thread, then label each facet. Screening first: "
             "only *relevant* issues need the other facets.",
-        )  # fmt: skip
+        )
     passwords = {name: _annotator(study, name, password) for name in DEMO_ANNOTATORS}
     if not study.items.exists():
         repository = Repository.objects.named("hpcaitech/ColossalAI")
         filters = {"repository": str(repository.pk)} if repository else {}
         select_issues(
-            study=study, round=study.rounds.get(number=1), filters=filters, seed=DEMO_SEED,
+            study=study,
+            round=study.rounds.get(number=1),
+            filters=filters,
+            seed=DEMO_SEED,
             user=owner,
-        )  # fmt: skip
+        )
     return study, passwords
 
 

@@ -51,9 +51,10 @@ NEW_ROUND = {"new-main": Round.Kind.MAIN, "new-calibration": Round.Kind.CALIBRAT
 
 class SelectionForm(forms.Form):
     q = forms.CharField(
-        required=False, label="Keyword query",
+        required=False,
+        label="Keyword query",
         help_text="Full-text, web-search syntax: distributed OR parallel OR nccl OR zero",
-    )  # fmt: skip
+    )
     repository = forms.ModelChoiceField(
         Repository.objects.all(), required=False, empty_label="All repositories"
     )
@@ -62,9 +63,10 @@ class SelectionForm(forms.Form):
     )
     label = forms.CharField(required=False, help_text="a GitHub label, e.g. bug")
     kind = forms.ChoiceField(
-        required=False, initial="issue",
+        required=False,
+        initial="issue",
         choices=[("issue", "Issues only"), ("", "Issues and PRs"), ("pr", "Pull requests only")],
-    )  # fmt: skip
+    )
     since = forms.DateField(required=False, label="Opened from")
     until = forms.DateField(required=False, label="Opened until")
     round = forms.ChoiceField(choices=[])

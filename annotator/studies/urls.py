@@ -1,6 +1,6 @@
 from django.urls import path
 
-from annotator.backup import views as backup
+from annotator.backup.urls import study_urlpatterns as backup_urlpatterns
 
 from .views import annotate, dashboard, studies
 
@@ -9,13 +9,12 @@ app_name = "studies"
 urlpatterns = [
     path("", studies.study_list, name="list"),
     path("new/", studies.study_create, name="create"),
-    path("restore/", backup.restore_upload, name="restore"),
+    *backup_urlpatterns,  # studies:restore, studies:backup (<int:study_id>/backup/)
     path("join/<str:token>/", studies.join, name="join"),
     path("<int:study_id>/", studies.study_detail, name="detail"),
     path("<int:study_id>/edit/", studies.study_edit, name="edit"),
     path("<int:study_id>/members/", studies.members, name="members"),
     path("<int:study_id>/invite/", studies.invite, name="invite"),
-    path("<int:study_id>/backup/", backup.start_backup, name="backup"),
     path("<int:study_id>/select/", studies.select, name="select"),
     path("<int:study_id>/dashboard/", dashboard.dashboard, name="dashboard"),
     path("<int:study_id>/annotate/", annotate.annotate_next, name="annotate_next"),

@@ -26,8 +26,13 @@ def disputed(scene):
 
 
 def body(version=0, symptom="oom", **extra):
-    return {"labels": {"screening": ["relevant"], "symptom": [symptom]}, "reason": "other",
-            "comment": "", "version": version, **extra}  # fmt: skip
+    return {
+        "labels": {"screening": ["relevant"], "symptom": [symptom]},
+        "reason": "other",
+        "comment": "",
+        "version": version,
+        **extra,
+    }
 
 
 def test_queue_lists_undecided_items_with_the_count(scene, disputed):
@@ -35,9 +40,13 @@ def test_queue_lists_undecided_items_with_the_count(scene, disputed):
     data = api(scene.adjudicator).get(f"/api/studies/{scene.study.pk}/queue/").json()
     assert data["count"] == 1
     assert data["results"][0] | {"agreement": 0} == {
-        "item": disputed.pk, "round": 1, "issue": str(disputed.issue),
-        "title": disputed.issue.title, "agreement": 0, "disagreeing_facets": ["symptom"],
-    }  # fmt: skip
+        "item": disputed.pk,
+        "round": 1,
+        "issue": str(disputed.issue),
+        "title": disputed.issue.title,
+        "agreement": 0,
+        "disagreeing_facets": ["symptom"],
+    }
     assert data["results"][0]["agreement"] == pytest.approx(0.5)
     filtered = api(scene.owner).get(f"/api/studies/{scene.study.pk}/queue/?facet=fix").json()
     assert filtered["count"] == 0
@@ -80,9 +89,13 @@ def test_bad_decisions_get_400_by_field_and_write_nothing(scene, disputed, paylo
 @pytest.mark.parametrize("who", ["annotator", "outsider"])
 def test_annotators_and_outsiders_reach_no_adjudication_endpoint(scene, disputed, who):
     client = api(scene.annotators[0] if who == "annotator" else scene.outsider)
-    for url in (f"/api/studies/{scene.study.pk}/queue/", f"/api/studies/{scene.study.pk}/decisions/",
-                f"/api/items/{disputed.pk}/history/", f"/api/items/{disputed.pk}/decision/",
-                f"/api/items/{disputed.pk}/discussion/"):  # fmt: skip
+    for url in (
+        f"/api/studies/{scene.study.pk}/queue/",
+        f"/api/studies/{scene.study.pk}/decisions/",
+        f"/api/items/{disputed.pk}/history/",
+        f"/api/items/{disputed.pk}/decision/",
+        f"/api/items/{disputed.pk}/discussion/",
+    ):
         assert client.get(url).status_code == 404, url
     assert (
         client.put(f"/api/items/{disputed.pk}/decision/", body(), format="json").status_code == 404
@@ -117,6 +130,8 @@ def test_history_api_lists_every_change(scene, disputed):
     api(scene.adjudicator).put(f"/api/items/{disputed.pk}/decision/", body(), format="json")
     history = api(scene.owner).get(f"/api/items/{disputed.pk}/history/").json()
     assert [(c["subject"], c["user"]) for c in history] == [
-        ("annotation", "annotator-0"), ("annotation", "annotator-1"), ("decision", "adjudicator"),
-    ]  # fmt: skip
+        ("annotation", "annotator-0"),
+        ("annotation", "annotator-1"),
+        ("decision", "adjudicator"),
+    ]
     assert history[-1]["before"] is None and history[-1]["after"]["source"] == "adjudicated"

@@ -119,8 +119,12 @@ def adjudicate_item(
         errors["reason"] = "choose the reason for the disagreement"
     if errors:
         raise LabelErrors(errors)
-    values = {"source": Source.ADJUDICATED, "reason": reason, "comment": comment.strip(),
-              "decided_by": user}  # fmt: skip
+    values = {
+        "source": Source.ADJUDICATED,
+        "reason": reason,
+        "comment": comment.strip(),
+        "decided_by": user,
+    }
     decision = _claim(item, version, values)
     _write_labels(decision, rows)
     record_change(item=item, user=user)

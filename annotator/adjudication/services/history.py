@@ -64,10 +64,14 @@ def record_change(
         return None
     return sql.insert_change(
         Change(
-            item_id=item_id, subject=subject, annotation=annotation,
-            user=user if getattr(user, "pk", None) else None, before=previous, after=after,
+            item_id=item_id,
+            subject=subject,
+            annotation=annotation,
+            user=user if getattr(user, "pk", None) else None,
+            before=previous,
+            after=after,
         )
-    )  # fmt: skip
+    )
 
 
 def annotation_snapshot(

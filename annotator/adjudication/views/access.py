@@ -7,9 +7,6 @@ from typing import Any
 from django.http import Http404, HttpRequest
 
 from annotator.studies.models import Item, Membership
-from annotator.studies.views.access import SEE_ALL, membership_or_404
-
-__all__ = ["SEE_ALL", "item_or_404", "membership_or_404"]
 
 
 def item_or_404(request: HttpRequest, item_id: int, roles: Any = None) -> tuple[Item, Membership]:

@@ -14,15 +14,16 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from annotator.issues.models import IssueComment
+from annotator.issues.rendering import markdown_html
+from annotator.studies.access import SEE_ALL
 from annotator.studies.codebook import codebook_schema
 from annotator.studies.models import Annotation, AnnotationLabel, Item, Membership
-from annotator.studies.views.access import markdown_html
 
 from .. import services
 from ..comparison import compare
 from ..forms import CommentForm, DecisionForm
 from ..models import Comment, Decision, DecisionLabel
-from .access import SEE_ALL, item_or_404
+from .access import item_or_404
 from .lists import queue_query
 
 
@@ -75,12 +76,18 @@ def _page_context(request: HttpRequest, item: Item, membership: Membership) -> d
     rows = compare(schema, annotations)
     decision = _decision(item)
     return {
-        "item": item, "study": item.study, "membership": membership, "issue": item.issue,
-        "annotations": annotations, "rows": rows, "decision": decision,
-        "form": _decision_form(item, rows, decision), "query": queue_query(request),
+        "item": item,
+        "study": item.study,
+        "membership": membership,
+        "issue": item.issue,
+        "annotations": annotations,
+        "rows": rows,
+        "decision": decision,
+        "form": _decision_form(item, rows, decision),
+        "query": queue_query(request),
         "history": services.item_history(item=item),
         "comment_count": Comment.objects.filter(item=item).count(),
-    }  # fmt: skip
+    }
 
 
 def adjudicate(request: HttpRequest, item_id: int) -> HttpResponse:
@@ -106,10 +113,13 @@ def decide(request: HttpRequest, item_id: int) -> HttpResponse:
     if form.is_valid():
         try:
             services.adjudicate_item(
-                item=item, user=request.user, labels=form.labels(),
-                reason=form.cleaned_data["reason"], comment=form.cleaned_data["comment"],
+                item=item,
+                user=request.user,
+                labels=form.labels(),
+                reason=form.cleaned_data["reason"],
+                comment=form.cleaned_data["comment"],
                 version=form.cleaned_data["version"],
-            )  # fmt: skip
+            )
             return _go_next(request, item)
         except services.LabelErrors as error:
             form.show_errors(error.errors)
@@ -166,19 +176,23 @@ def discussion(request: HttpRequest, item_id: int) -> HttpResponse:
         if form.is_valid():
             try:
                 services.post_comment(
-                    item=item, user=request.user, membership=membership,
+                    item=item,
+                    user=request.user,
+                    membership=membership,
                     body=form.cleaned_data["body"],
-                )  # fmt: skip
+                )
                 form = CommentForm()
             except services.AdjudicationError as error:
                 form.add_error("body", str(error))
     comments = Comment.objects.filter(item=item).select_related("author")
     context = {
-        "item": item, "membership": membership, "form": form,
+        "item": item,
+        "membership": membership,
+        "form": form,
         "comments": [(c, markdown_html(c.body)) for c in comments],
         "annotations": _annotations(item, request.user, membership),
         "decision": _decision(item),
-    }  # fmt: skip
+    }
     if getattr(request, "htmx", False):
         return render(request, "adjudication/discussion.html#thread", context)
     return render(request, "adjudication/discussion.html", context)

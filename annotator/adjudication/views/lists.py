@@ -12,13 +12,13 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from annotator.studies.access import SEE_ALL, membership_or_404
 from annotator.studies.codebook import codebook_schema
 from annotator.studies.models import Membership
 
 from .. import services
 from ..forms import MajorityForm, QueueFilterForm
 from ..models import AdjudicationSettings
-from .access import SEE_ALL, membership_or_404
 
 PAGE_SIZE = 50
 
@@ -43,9 +43,12 @@ def queue(request: HttpRequest, study_id: int) -> HttpResponse:
         request.GET.get("page")
     )
     context = {
-        "study": membership.study, "membership": membership, "form": form, "page": page,
+        "study": membership.study,
+        "membership": membership,
+        "form": form,
+        "page": page,
         "query": queue_query(request),
-    }  # fmt: skip
+    }
     if getattr(request, "htmx", False):
         return render(request, "adjudication/queue.html#queue-list", context)
     return render(request, "adjudication/queue.html", context)
@@ -81,10 +84,13 @@ def items(request: HttpRequest, study_id: int) -> HttpResponse:
     rules = AdjudicationSettings.objects.filter(study=membership.study).first()
     majority = bool(rules and rules.majority_rule)
     context = {
-        "study": membership.study, "membership": membership, "form": form, "page": page,
+        "study": membership.study,
+        "membership": membership,
+        "form": form,
+        "page": page,
         "majority_form": MajorityForm(initial={"majority_rule": majority}),
         "remaining": services.disagreement_queue(study=membership.study).count(),
-    }  # fmt: skip
+    }
     return render(request, "adjudication/items.html", context)
 
 

@@ -120,8 +120,12 @@ def propose_category(
     parent = Category.objects.filter(pk=parent_id, facet=facet).first() if parent_id else None
     try:
         return create_proposal(
-            facet=facet, name=name, rationale=rationale, parent=parent, user=user,
+            facet=facet,
+            name=name,
+            rationale=rationale,
+            parent=parent,
+            user=user,
             issue=assignment.item.issue.github_url,
-        )  # fmt: skip
+        )
     except CodebookError as error:
         raise StudyError(str(error)) from error

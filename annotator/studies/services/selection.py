@@ -67,10 +67,18 @@ def select_issues(
     chosen, strata = _sample(candidates, sample_size, seed, stratify)
     _add_items(study, round, chosen, seed)
     return Selection.objects.create(
-        study=study, round=round, filters=clean_filters(filters), matched=len(candidates),
-        sample_size=sample_size, seed=seed, stratified_by="repository" if stratify else "",
-        strata=strata, sampled=len(chosen), added=len(chosen), created_by=user,
-    )  # fmt: skip
+        study=study,
+        round=round,
+        filters=clean_filters(filters),
+        matched=len(candidates),
+        sample_size=sample_size,
+        seed=seed,
+        stratified_by="repository" if stratify else "",
+        strata=strata,
+        sampled=len(chosen),
+        added=len(chosen),
+        created_by=user,
+    )
 
 
 def _sample(

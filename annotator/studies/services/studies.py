@@ -36,9 +36,12 @@ def create_study(
     if overlap_k < 1:
         raise StudyError("field 'overlap_k': each item needs at least one annotator")
     study = Study.objects.create(
-        name=name.strip(), codebook_version=codebook_version, overlap_k=overlap_k,
-        guidelines=guidelines, created_by=owner,
-    )  # fmt: skip
+        name=name.strip(),
+        codebook_version=codebook_version,
+        overlap_k=overlap_k,
+        guidelines=guidelines,
+        created_by=owner,
+    )
     Membership.objects.create(study=study, user=owner, role=Role.OWNER)
     Round.objects.create(study=study, number=1, kind=Round.Kind.MAIN)
     return study

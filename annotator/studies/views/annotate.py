@@ -198,12 +198,13 @@ def propose(request: HttpRequest, assignment_id: int) -> HttpResponse:
     try:
         parent = request.POST.get(prefix + "parent", "")
         context["proposal"] = services.propose_category(
-            assignment=assignment, user=request.user,
+            assignment=assignment,
+            user=request.user,
             facet_id=int(facet) if facet.isdigit() else 0,
             name=request.POST.get(prefix + "name", ""),
             rationale=request.POST.get(prefix + "rationale", ""),
             parent_id=int(parent) if parent.isdigit() else None,
-        )  # fmt: skip
+        )
     except StudyError as error:
         context["error"] = str(error)
     return render(request, "studies/annotate.html#proposal-result", context)

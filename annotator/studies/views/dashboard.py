@@ -6,9 +6,9 @@ from django.db.models import Prefetch
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from ..access import SEE_ALL, membership_or_404
 from ..models import Annotation, AnnotationLabel, Item, Membership
 from ..services.progress import study_dashboard
-from .access import SEE_ALL, membership_or_404
 
 
 def dashboard(request: HttpRequest, study_id: int) -> HttpResponse:

@@ -1,13 +1,17 @@
-"""The facet pickers of the annotate page, rendered once per codebook version.
+"""The facet pickers of the annotate page, put together from partials kept per codebook version.
 
-Rendering ~70 categories with their definitions is most of the page's cost, and it is the same
-for every item: the pickers are rendered once without choices (kept on the cached
-CodebookSchema) and each page then marks its own choices. A form coming back with errors is
-rendered in full, as it is rare.
+Rendering ~70 categories with their definitions through the template engine was most of the
+page's cost, and nearly all of it is the same on every page. `_facets.html` is three partials
+(a facet's start, an option, a facet's end), and what the first two render is kept on the cached
+CodebookSchema: each facet's start without an error, each option both unchecked and checked. A
+page picks the pieces its choices call for and renders only what is its own: a facet's start
+that shows an error, and each facet's end (it holds the page's propose URL). Which markup a
+checked option has is the template's alone.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.template.loader import render_to_string
@@ -16,7 +20,14 @@ from django.utils.safestring import SafeString, mark_safe
 from ..codebook import CodebookSchema
 
 TEMPLATE = "studies/_facets.html"
-PROPOSE_URL = "__propose_url__"
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """The partials of one codebook version as they render on every page."""
+
+    starts: dict[int, str]  # facet id → facet-start without an error
+    options: dict[tuple[int, bool], str]  # (category id, checked) → option
 
 
 def facets_html(
@@ -25,25 +36,37 @@ def facets_html(
     errors: dict[str, str],
     propose_url: str,
 ) -> SafeString:
-    if errors:
-        rows = facet_rows(schema, selected, errors)
-        return mark_safe(render_to_string(TEMPLATE, {"facets": rows, "propose_url": propose_url}))
-    html = schema.memo.get(TEMPLATE)
-    if html is None:
-        rows = facet_rows(schema, {}, {})
-        html = render_to_string(TEMPLATE, {"facets": rows, "propose_url": PROPOSE_URL})
-        schema.memo[TEMPLATE] = html
-    html = html.replace(PROPOSE_URL, propose_url)
-    for category in {c for ids in selected.values() for c in ids}:
-        marker = f'value="{int(category)}" aria-describedby'
-        html = html.replace(marker, f'value="{int(category)}" checked aria-describedby', 1)
-    return mark_safe(html)  # rendered (and escaped) by the template engine above
+    """The pickers of `schema`: the `selected` categories (ids by facet id) checked, `errors`
+    (by facet key) shown on their facets, and "propose a category" posting to `propose_url`."""
+    pieces = _pieces(schema)
+    html: list[str] = []
+    for facet in schema.facets:
+        error = errors.get(facet.key)  # rare: a submit that comes back
+        if error:
+            html.append(_render("facet-start", facet=facet, error=error))
+        else:
+            html.append(pieces.starts[facet.id])
+        chosen = set(selected.get(facet.id, ()))
+        html.extend(pieces.options[c.id, c.id in chosen] for c in facet.categories)
+        html.append(_render("facet-end", facet_id=str(facet.id), propose_url=propose_url))
+    return mark_safe("".join(html))  # every piece rendered (and escaped) by the template engine
 
 
-def facet_rows(
-    schema: CodebookSchema, selected: dict[int, list[int]], errors: dict[str, str]
-) -> list[dict[str, Any]]:
-    return [
-        {"node": f, "selected": set(selected.get(f.id, ())), "error": errors.get(f.key)}
-        for f in schema.facets
-    ]
+def _pieces(schema: CodebookSchema) -> Pieces:
+    pieces = schema.memo.get(TEMPLATE)
+    if not isinstance(pieces, Pieces):  # the first page of this version in this process
+        pieces = Pieces(
+            starts={f.id: _render("facet-start", facet=f, error=None) for f in schema.facets},
+            options={
+                (c.id, checked): _render("option", facet=f, category=c, checked=checked)
+                for f in schema.facets
+                for c in f.categories
+                for checked in (False, True)
+            },
+        )
+        schema.memo[TEMPLATE] = pieces
+    return pieces
+
+
+def _render(partial: str, **context: Any) -> str:
+    return render_to_string(f"{TEMPLATE}#{partial}", context)

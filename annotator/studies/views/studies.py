@@ -9,12 +9,14 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from annotator.issues.rendering import markdown_html
+
 from .. import services
+from ..access import MANAGERS, membership_or_404
 from ..errors import StudyError
 from ..forms import NEW_ROUND, InviteForm, MemberForm, SelectionForm, StudyEditForm, StudyForm
 from ..models import Membership, Round, Selection
 from ..services.progress import annotator_progress, round_progress
-from .access import MANAGERS, markdown_html, membership_or_404
 
 Role = Membership.Role
 
@@ -161,8 +163,13 @@ def _select(request: HttpRequest, study: object, form: SelectionForm) -> HttpRes
     else:
         round = Round.objects.get(study=study, pk=int(choice))
     selection = services.select_issues(
-        study=study, round=round, filters=form.filters(), sample_size=data["sample_size"],  # type: ignore[arg-type]
-        seed=data["seed"], stratify=data["stratify"], user=request.user,
-    )  # fmt: skip
+        study=study,
+        round=round,
+        filters=form.filters(),
+        sample_size=data["sample_size"],  # type: ignore[arg-type]
+        seed=data["seed"],
+        stratify=data["stratify"],
+        user=request.user,
+    )
     messages.success(request, f"Added {selection.added} issues to round {round.number}.")
     return redirect(reverse("studies:detail", args=[study.pk]) + "#method")  # type: ignore[attr-defined]
