@@ -103,9 +103,13 @@ class CodebookImportApi(generics.GenericAPIView):
             require_owner(request, data["codebook"])
         content = data["file"].read() if data.get("file") else data["content"]
         version = run(
-            services.import_codebook, data=content, fmt=data["format"],
-            codebook=data.get("codebook"), publish=data["publish"], user=request.user,
-        )  # fmt: skip
+            services.import_codebook,
+            data=content,
+            fmt=data["format"],
+            codebook=data.get("codebook"),
+            publish=data["publish"],
+            user=request.user,
+        )
         version = versions_with_tree().get(pk=version.pk)
         return Response(s.VersionOutput(version).data, status=status.HTTP_201_CREATED)
 
@@ -304,7 +308,10 @@ class CategorySplitApi(CategoryApiView):
         data = valid(s.SplitInput, request)
         into = [category_in(category, pk) for pk in data["into"]]
         result = run(
-            services.split_category, source=category, names=data["names"], into=into,
+            services.split_category,
+            source=category,
+            names=data["names"],
+            into=into,
             user=request.user,
-        )  # fmt: skip
+        )
         return Response(s.SplitOutput(result).data)

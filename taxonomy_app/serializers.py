@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
 from .models import Category, Codebook, CodebookVersion, Facet, Proposal
 from .uploads import check_text, check_upload
+
+# Fields named `required`, `parent` or `fields` carry `# type: ignore[assignment]`: the stubs take
+# them for overrides of Field's and Serializer's attributes (djangorestframework-stubs #78, #158),
+# though the serializer's metaclass moves declared fields off the class.
 
 
 class CategoryOutput(serializers.ModelSerializer):
     class Meta:
         model = Category
         fields = [
-            "id", "facet", "parent", "origin", "code", "name", "definition", "include",
-            "exclude", "examples", "order", "archived",
-        ]  # fmt: skip
+            "id",
+            "facet",
+            "parent",
+            "origin",
+            "code",
+            "name",
+            "definition",
+            "include",
+            "exclude",
+            "examples",
+            "order",
+            "archived",
+        ]
 
 
 class FacetOutput(serializers.ModelSerializer):
@@ -37,9 +53,15 @@ class VersionSummaryOutput(serializers.ModelSerializer):
     class Meta:
         model = CodebookVersion
         fields = [
-            "id", "codebook", "number", "status", "based_on", "changelog", "created_at",
+            "id",
+            "codebook",
+            "number",
+            "status",
+            "based_on",
+            "changelog",
+            "created_at",
             "published_at",
-        ]  # fmt: skip
+        ]
 
 
 class VersionOutput(VersionSummaryOutput):
@@ -71,7 +93,7 @@ class ImportInput(serializers.Serializer):
     )
     publish = serializers.BooleanField(default=False)
 
-    def validate(self, attrs: dict) -> dict:  # type: ignore[type-arg]
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if bool(attrs.get("file")) == bool(attrs.get("content")):
             raise serializers.ValidationError("send either `file` or `content`")
         try:  # size, name and content: taxonomy_app/uploads.py
@@ -92,14 +114,14 @@ class PublishInput(serializers.Serializer):
 class FacetInput(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     kind = serializers.ChoiceField(choices=Facet.Kind.choices)
-    required = serializers.BooleanField()
+    required = serializers.BooleanField()  # type: ignore[assignment]
     help = serializers.CharField(required=False, allow_blank=True, default="")
 
 
 class CategoryCreateInput(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     code = serializers.CharField(max_length=80, required=False, allow_blank=True, default="")
-    parent = serializers.IntegerField(required=False, allow_null=True, default=None)
+    parent = serializers.IntegerField(required=False, allow_null=True, default=None)  # type: ignore[assignment]
     definition = serializers.CharField(required=False, allow_blank=True, default="")
     include = serializers.CharField(required=False, allow_blank=True, default="")
     exclude = serializers.CharField(required=False, allow_blank=True, default="")
@@ -116,14 +138,14 @@ class CategoryUpdateInput(serializers.Serializer):
 
 
 class MoveInput(serializers.Serializer):
-    parent = serializers.IntegerField(
+    parent = serializers.IntegerField(  # type: ignore[assignment]
         required=False, allow_null=True, help_text="new parent id (null: a root category)"
     )
     direction = serializers.ChoiceField(
         choices=["up", "down"], required=False, help_text="swap with a sibling instead"
     )
 
-    def validate(self, attrs: dict) -> dict:  # type: ignore[type-arg]
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if ("parent" in attrs) == ("direction" in attrs):
             raise serializers.ValidationError("send either `parent` or `direction`")
         return attrs
@@ -155,14 +177,14 @@ class ChangeOutput(serializers.Serializer):
     code = serializers.CharField(source="category.code")
     name = serializers.CharField(source="category.name")
     before = serializers.IntegerField(source="before.pk", allow_null=True)
-    fields = FieldChangeOutput(many=True)
+    fields = FieldChangeOutput(many=True)  # type: ignore[assignment]
     targets = serializers.ListField(child=serializers.CharField(), source="target_codes")
     labels = serializers.IntegerField()
 
 
 class FacetChangeOutput(serializers.Serializer):
     facet = serializers.CharField(source="facet.key")
-    fields = FieldChangeOutput(many=True)
+    fields = FieldChangeOutput(many=True)  # type: ignore[assignment]
 
 
 class DiffOutput(serializers.Serializer):
@@ -186,9 +208,21 @@ class ProposalOutput(serializers.ModelSerializer):
     class Meta:
         model = Proposal
         fields = [
-            "id", "facet", "facet_key", "parent", "name", "rationale", "issue", "status",
-            "resolved_to", "reason", "proposed_by", "resolved_by", "created_at", "resolved_at",
-        ]  # fmt: skip
+            "id",
+            "facet",
+            "facet_key",
+            "parent",
+            "name",
+            "rationale",
+            "issue",
+            "status",
+            "resolved_to",
+            "reason",
+            "proposed_by",
+            "resolved_by",
+            "created_at",
+            "resolved_at",
+        ]
 
 
 class ProposalInput(serializers.Serializer):
@@ -196,7 +230,7 @@ class ProposalInput(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     rationale = serializers.CharField(required=False, allow_blank=True, default="")
     issue = serializers.CharField(max_length=300, required=False, allow_blank=True, default="")
-    parent = serializers.PrimaryKeyRelatedField(
+    parent = serializers.PrimaryKeyRelatedField(  # type: ignore[assignment]
         queryset=Category.objects.all(), required=False, allow_null=True, default=None
     )
 

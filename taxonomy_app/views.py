@@ -5,6 +5,7 @@ views_proposals."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
@@ -58,14 +59,19 @@ def tree_rows(categories: list[Category]) -> list[Row]:
     return rows
 
 
-def facet_trees(version: CodebookVersion) -> list[dict[str, object]]:
+class FacetTree(TypedDict):
+    facet: Facet
+    rows: list[Row]
+
+
+def facet_trees(version: CodebookVersion) -> list[FacetTree]:
     facets = version.facets.prefetch_related(
         Prefetch("categories", queryset=Category.objects.order_by("order", "pk"))
     )
     return [{"facet": f, "rows": tree_rows(list(f.categories.all()))} for f in facets]
 
 
-def facet_tree(facet: Facet) -> dict[str, object]:
+def facet_tree(facet: Facet) -> FacetTree:
     return {"facet": facet, "rows": tree_rows(list(facet.categories.order_by("order", "pk")))}
 
 
@@ -74,11 +80,8 @@ def codebook_list(request: HttpRequest) -> HttpResponse:
 
 
 def _list_page(request: HttpRequest, form: ImportForm, status: int = 200) -> HttpResponse:
-    codebooks = Codebook.objects.prefetch_related("versions")
-    return render(
-        request, "taxonomy_app/codebook_list.html", {"codebooks": codebooks, "form": form},
-        status=status,
-    )  # fmt: skip
+    context = {"codebooks": Codebook.objects.prefetch_related("versions"), "form": form}
+    return render(request, "taxonomy_app/codebook_list.html", context, status=status)
 
 
 @require_POST
@@ -90,9 +93,12 @@ def codebook_import(request: HttpRequest) -> HttpResponse:
             require_owner(request, target)
         try:
             version = services.import_codebook(
-                data=form.cleaned_data["file"].read(), fmt=form.cleaned_data["format"],
-                codebook=target, publish=form.cleaned_data["publish"], user=request.user,
-            )  # fmt: skip
+                data=form.cleaned_data["file"].read(),
+                fmt=form.cleaned_data["format"],
+                codebook=target,
+                publish=form.cleaned_data["publish"],
+                user=request.user,
+            )
         except (CodebookError, CodebookFormatError) as error:
             form.add_error("file", f"{error}. Nothing was imported.")
         else:
@@ -195,7 +201,7 @@ def version_guideline(request: HttpRequest, pk: int) -> HttpResponse:
     version = get_object_or_404(CodebookVersion.objects.select_related("codebook"), pk=pk)
     trees = facet_trees(version)
     for tree in trees:
-        tree["rows"] = [row for row in tree["rows"] if not row.category.archived]  # type: ignore[attr-defined]
+        tree["rows"] = [row for row in tree["rows"] if not row.category.archived]
     context = {"version": version, "codebook": version.codebook, "trees": trees}
     return render(request, "taxonomy_app/guideline.html", context)
 

@@ -12,6 +12,7 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
+from django_htmx.middleware import HtmxDetails
 
 from . import services
 from .errors import CodebookError
@@ -30,6 +31,10 @@ from .usage import label_usage
 from .views import facet_tree, posted, require_owner, tree_rows
 
 PAGE = "taxonomy_app/version_detail.html"
+
+
+class HtmxHttpRequest(HttpRequest):
+    htmx: HtmxDetails  # set by django_htmx's middleware
 
 
 def _category(request: HttpRequest, pk: int, *, edit: bool = True) -> Category:
@@ -62,7 +67,7 @@ def category_row(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-def category_edit(request: HttpRequest, pk: int) -> HttpResponse:
+def category_edit(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Edit name, code, definition, notes and examples; with htmx the form replaces the row
     and, once saved, the row replaces the form."""
     category = _category(request, pk)
@@ -76,13 +81,13 @@ def category_edit(request: HttpRequest, pk: int) -> HttpResponse:
         except CodebookError as error:
             add_service_error(form, error)
         else:
-            if request.htmx:  # type: ignore[attr-defined]
+            if request.htmx:
                 context = {**_row_context(request, category), "focus": True}
                 return render(request, f"{PAGE}#category-row", context)
             messages.success(request, f"Saved {category.name}.")
             return _back(category)
     template = "taxonomy_app/category_edit.html"
-    if request.htmx:  # type: ignore[attr-defined]
+    if request.htmx:
         # htmx swaps 200 responses only: the form comes back with its errors inline.
         return render(request, f"{template}#category-form", {"category": category, "form": form})
     status = 400 if form.errors else 200
@@ -90,7 +95,7 @@ def category_edit(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_POST
-def category_add(request: HttpRequest, pk: int) -> HttpResponse:
+def category_add(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     facet = get_object_or_404(Facet.objects.select_related("version__codebook"), pk=pk)
     require_owner(request, facet.version.codebook)
     form = AddCategoryForm(request.POST, facet=facet)
@@ -100,7 +105,7 @@ def category_add(request: HttpRequest, pk: int) -> HttpResponse:
             category = services.add_category(facet=facet, user=request.user, **form.cleaned_data)
         except CodebookError as error:
             add_service_error(form, error)
-    if not request.htmx:  # type: ignore[attr-defined]
+    if not request.htmx:
         if category is None:
             messages.error(request, " ".join(str(e) for errs in form.errors.values() for e in errs))
             return redirect(f"{facet.version.get_absolute_url()}#facet-{facet.key}")
@@ -111,13 +116,13 @@ def category_add(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_POST
-def category_reorder(request: HttpRequest, pk: int) -> HttpResponse:
+def category_reorder(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     category = _category(request, pk)
     try:
         services.reorder_category(category=category, direction=request.POST.get("direction", ""))
     except CodebookError as error:
         messages.error(request, str(error))
-    if request.htmx:  # type: ignore[attr-defined]
+    if request.htmx:
         context = {"tree": facet_tree(category.facet), "version": category.facet.version}
         return render(request, f"{PAGE}#facet-tree", {**context, "editing": True})
     return _back(category)

@@ -36,9 +36,13 @@ def add_category(
     _check_code(facet, code)
     _check_parent(facet, parent)
     category = Category.objects.create(
-        facet=facet, parent=parent, code=code, name=name.strip(),
-        order=next_order(facet, parent), **texts,
-    )  # fmt: skip
+        facet=facet,
+        parent=parent,
+        code=code,
+        name=name.strip(),
+        order=next_order(facet, parent),
+        **texts,
+    )
     record(category, ChangeOperation.Kind.ADD, user, detail or {})
     return category
 
@@ -159,9 +163,12 @@ def unique_code(facet: Facet, base: str) -> str:
 
 def record(category: Category, kind: str, user: Any, detail: dict[str, Any]) -> ChangeOperation:
     return ChangeOperation.objects.create(
-        version_id=category.facet.version_id, kind=kind, category=category,
-        detail=detail, created_by=_user(user),
-    )  # fmt: skip
+        version_id=category.facet.version_id,
+        kind=kind,
+        category=category,
+        detail=detail,
+        created_by=_user(user),
+    )
 
 
 def _check_code(facet: Facet, code: str, exclude: int | None = None) -> None:

@@ -83,11 +83,14 @@ def split_category(
         raise CodebookError("split: the categories to split into must be active, in the same facet")
     made = [
         add_category(
-            facet=source.facet, name=name, parent=source.parent, user=user,
+            facet=source.facet,
+            name=name,
+            parent=source.parent,
+            user=user,
             detail={"split_from": source.code},
         )
         for name in names
-    ]  # fmt: skip
+    ]
     targets = [*into, *made]
     _archive(source)
     operation = record(

@@ -29,16 +29,23 @@ def version_spec(version: CodebookVersion) -> CodebookSpec:
     )
     facets = tuple(
         FacetSpec(
-            key=f.key, name=f.name, kind=f.kind, required=f.required, help=f.help,
+            key=f.key,
+            name=f.name,
+            kind=f.kind,
+            required=f.required,
+            help=f.help,
             categories=tuple(_tree_order([c for c in categories if c.facet_id == f.pk])),
         )
         for f in version.facets.all()
-    )  # fmt: skip
+    )
     codebook = version.codebook
     return CodebookSpec(
-        name=codebook.name, slug=codebook.slug, description=codebook.description,
-        changelog=version.changelog, facets=facets,
-    )  # fmt: skip
+        name=codebook.name,
+        slug=codebook.slug,
+        description=codebook.description,
+        changelog=version.changelog,
+        facets=facets,
+    )
 
 
 def _tree_order(categories: list[Category]) -> list[CategorySpec]:
@@ -58,11 +65,15 @@ def _tree_order(categories: list[Category]) -> list[CategorySpec]:
 
 def _category_spec(category: Category) -> CategorySpec:
     return CategorySpec(
-        code=category.code, name=category.name,
+        code=category.code,
+        name=category.name,
         parent=category.parent.code if category.parent else None,
-        definition=category.definition, include=category.include, exclude=category.exclude,
-        examples=category.examples, archived=category.archived,
-    )  # fmt: skip
+        definition=category.definition,
+        include=category.include,
+        exclude=category.exclude,
+        examples=category.examples,
+        archived=category.archived,
+    )
 
 
 def export_version(*, version: CodebookVersion, fmt: str) -> str:
@@ -113,9 +124,14 @@ def write_spec(*, version: CodebookVersion, spec: CodebookSpec) -> None:
     origins = _origins(version.based_on)
     for order, facet_spec in enumerate(spec.facets):
         facet = Facet.objects.create(
-            version=version, key=facet_spec.key, name=facet_spec.name, kind=facet_spec.kind,
-            required=facet_spec.required, help=facet_spec.help, order=order,
-        )  # fmt: skip
+            version=version,
+            key=facet_spec.key,
+            name=facet_spec.name,
+            kind=facet_spec.kind,
+            required=facet_spec.required,
+            help=facet_spec.help,
+            order=order,
+        )
         _write_categories(facet, facet_spec, origins)
 
 
@@ -130,10 +146,12 @@ def _write_categories(facet: Facet, spec: FacetSpec, origins: dict[tuple[str, st
         for item in ready:
             order = siblings[item.parent] = siblings.get(item.parent, -1) + 1
             made[item.code] = Category.objects.create(
-                facet=facet, parent=made[item.parent] if item.parent else None,
-                origin_id=origins.get((spec.key, item.code)), order=order,
+                facet=facet,
+                parent=made[item.parent] if item.parent else None,
+                origin_id=origins.get((spec.key, item.code)),
+                order=order,
                 **{f: getattr(item, f) for f in _CATEGORY_DATA},
-            )  # fmt: skip
+            )
         pending = [c for c in pending if c.code not in made]
 
 
@@ -145,10 +163,6 @@ def _origins(base: CodebookVersion | None) -> dict[tuple[str, str], int]:
         return {}
     rows = Category.objects.filter(facet__version=base).values_list("facet__key", "code", "pk")
     return {(key, code): pk for key, code, pk in rows}
-
-
-def codebook_for_slug(slug: str) -> Codebook | None:
-    return Codebook.objects.filter(slug=slug).first()
 
 
 def specs_equal(version: CodebookVersion, data: bytes | str, fmt: str = "auto") -> bool:

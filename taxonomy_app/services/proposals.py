@@ -35,9 +35,13 @@ def create_proposal(
     if parent is not None and parent.facet_id != facet.pk:
         raise CodebookError(f"field 'parent': {parent.code!r} belongs to another facet")
     return Proposal.objects.create(
-        facet=facet, parent=parent, name=name.strip(), rationale=rationale.strip(),
-        issue=issue.strip(), proposed_by=_user(user),
-    )  # fmt: skip
+        facet=facet,
+        parent=parent,
+        name=name.strip(),
+        rationale=rationale.strip(),
+        issue=issue.strip(),
+        proposed_by=_user(user),
+    )
 
 
 @transaction.atomic
@@ -53,9 +57,13 @@ def accept_proposal(
         raise CodebookError(f"the draft has no facet {proposal.facet.key!r} any more")
     parent = _counterpart(proposal.parent, draft) if proposal.parent else None
     category = add_category(
-        facet=facet, name=name.strip() or proposal.name, parent=parent, user=user,
-        definition=definition.strip() or proposal.rationale, detail={"proposal": proposal.pk},
-    )  # fmt: skip
+        facet=facet,
+        name=name.strip() or proposal.name,
+        parent=parent,
+        user=user,
+        definition=definition.strip() or proposal.rationale,
+        detail={"proposal": proposal.pk},
+    )
     _resolve(proposal, Proposal.Status.ACCEPTED, user, category, "")
     return category
 

@@ -80,8 +80,15 @@ def copy_version_content(*, source: CodebookVersion, target: CodebookVersion) ->
 
 FACET_FIELDS = ("key", "name", "kind", "required", "order", "help")
 CATEGORY_FIELDS = (
-    "code", "name", "definition", "include", "exclude", "examples", "order", "archived",
-)  # fmt: skip
+    "code",
+    "name",
+    "definition",
+    "include",
+    "exclude",
+    "examples",
+    "order",
+    "archived",
+)
 
 
 def _fields(instance: Any, names: tuple[str, ...]) -> dict[str, Any]:

@@ -34,8 +34,15 @@ SMALL: dict[str, Any] = {
             "help": "",
             "categories": [
                 {"code": "failure", "name": "Program failure", "definition": "Stops."},
-                {"code": "hang", "name": "Hang", "parent": "failure", "definition": "Waits.",
-                 "include": "Timeouts.", "exclude": "Slow runs.", "examples": "NCCL timeout."},
+                {
+                    "code": "hang",
+                    "name": "Hang",
+                    "parent": "failure",
+                    "definition": "Waits.",
+                    "include": "Timeouts.",
+                    "exclude": "Slow runs.",
+                    "examples": "NCCL timeout.",
+                },
                 {"code": "oom", "name": "Out of memory", "parent": "failure", "definition": "OOM."},
                 {"code": "crash", "name": "Crash", "parent": "failure", "definition": "Dies."},
                 {"code": "slow", "name": "Slow", "definition": "Too slow."},
@@ -54,7 +61,7 @@ SMALL: dict[str, Any] = {
             ],
         },
     ],
-}  # fmt: skip
+}
 
 
 def small_document(**changes: Any) -> dict[str, Any]:

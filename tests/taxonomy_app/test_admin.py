@@ -33,9 +33,12 @@ def test_published_category_cannot_be_changed_in_the_admin(admin_client, v1):
 
 @pytest.mark.parametrize(
     ("model", "pk"),
-    [("category", lambda v: category(v, "symptom", "hang").pk), ("codebookversion", lambda v: v.pk),
-     ("facet", lambda v: v.facets.first().pk)],
-)  # fmt: skip
+    [
+        ("category", lambda v: category(v, "symptom", "hang").pk),
+        ("codebookversion", lambda v: v.pk),
+        ("facet", lambda v: v.facets.first().pk),
+    ],
+)
 def test_published_objects_cannot_be_deleted_in_the_admin(admin_client, v1, model, pk):
     url = reverse(f"admin:taxonomy_app_{model}_delete", args=[pk(v1)])
 

@@ -82,9 +82,10 @@ def test_owner_drafts_edits_and_publishes_through_the_api(api, v1):
     hang = Category.objects.get(facet__version_id=draft["id"], code="hang")
 
     edited = api.patch(
-        reverse("api-category-detail", args=[hang.pk]), {"name": "Hang or timeout"},
+        reverse("api-category-detail", args=[hang.pk]),
+        {"name": "Hang or timeout"},
         content_type="application/json",
-    )  # fmt: skip
+    )
     published = post(api, "api-version-publish", draft["id"], {"changelog": "Renamed hang."})
     diff = api.get(reverse("api-version-diff", args=[draft["id"]])).json()
 
@@ -178,21 +179,28 @@ def test_schema_lists_the_codebook_endpoints(logged_in_client):
 
     paths = json.loads(response.content)["paths"]
     for path in [
-        "/api/codebooks/", "/api/codebooks/import/", "/api/codebooks/{id}/draft/",
-        "/api/codebook-versions/{id}/", "/api/codebook-versions/{id}/publish/",
-        "/api/codebook-versions/{id}/diff/", "/api/facets/{id}/categories/",
-        "/api/categories/{id}/merge/", "/api/categories/{id}/split/", "/api/proposals/",
+        "/api/codebooks/",
+        "/api/codebooks/import/",
+        "/api/codebooks/{id}/draft/",
+        "/api/codebook-versions/{id}/",
+        "/api/codebook-versions/{id}/publish/",
+        "/api/codebook-versions/{id}/diff/",
+        "/api/facets/{id}/categories/",
+        "/api/categories/{id}/merge/",
+        "/api/categories/{id}/split/",
+        "/api/proposals/",
         "/api/proposals/{id}/accept/",
-    ]:  # fmt: skip
+    ]:
         assert path in paths, path
 
 
 def test_facet_edit_through_the_api(api, v1):
     payload = {"name": "Fix patterns", "kind": "multi", "required": True, "help": "All that apply."}
     published = api.put(
-        reverse("api-facet-detail", args=[v1.facets.get(key="fix").pk]), payload,
+        reverse("api-facet-detail", args=[v1.facets.get(key="fix").pk]),
+        payload,
         content_type="application/json",
-    )  # fmt: skip
+    )
     draft = post(api, "api-codebook-draft", v1.codebook_id).json()
     facet = v1.codebook.draft().facets.get(key="fix")
 
@@ -202,5 +210,7 @@ def test_facet_edit_through_the_api(api, v1):
 
     assert published.status_code == 409
     assert (edited.status_code, edited.json()["name"], edited.json()["version"]) == (
-        200, "Fix patterns", draft["id"],
-    )  # fmt: skip
+        200,
+        "Fix patterns",
+        draft["id"],
+    )

@@ -19,8 +19,14 @@ def draft(v1):  # type: ignore[no-untyped-def]
 
 
 def test_merge_carries_labels_over_to_the_target(v1, draft, labels):
-    labels.update({"a1": category(v1, "symptom", "hang").pk, "a2": category(v1, "symptom", "hang").pk,
-                   "b1": category(v1, "symptom", "oom").pk, "c1": category(v1, "fix", "config").pk})  # fmt: skip
+    labels.update(
+        {
+            "a1": category(v1, "symptom", "hang").pk,
+            "a2": category(v1, "symptom", "hang").pk,
+            "b1": category(v1, "symptom", "oom").pk,
+            "c1": category(v1, "fix", "config").pk,
+        }
+    )
     services.merge_categories(
         source=category(draft, "symptom", "hang"), target=category(draft, "symptom", "oom")
     )
@@ -39,7 +45,9 @@ def test_merges_in_a_chain_carry_labels_to_the_last_category(v1, draft, labels):
     services.merge_categories(
         source=category(draft, "symptom", "hang"), target=category(draft, "symptom", "oom")
     )
-    services.merge_categories(source=category(draft, "symptom", "oom"), target=category(draft, "symptom", "crash"))  # fmt: skip
+    services.merge_categories(
+        source=category(draft, "symptom", "oom"), target=category(draft, "symptom", "crash")
+    )
     services.publish_version(version=draft)
 
     services.carry_over_labels(version=draft)
@@ -70,9 +78,10 @@ def test_split_labels_wait_for_a_decision_when_carried_over(v1, draft, labels):
         {"l1": category(v1, "symptom", "hang").pk, "l2": category(v1, "symptom", "slow").pk}
     )
     services.split_category(
-        source=category(draft, "symptom", "hang"), names=["Deadlock"],
+        source=category(draft, "symptom", "hang"),
+        names=["Deadlock"],
         into=[category(draft, "symptom", "crash")],
-    )  # fmt: skip
+    )
     services.publish_version(version=draft)
 
     result = services.carry_over_labels(version=draft)
@@ -154,8 +163,9 @@ def test_move_and_rename_are_recorded_and_shown_in_the_diff(draft, v1, labels):
     assert kinds == ["move", "rename"]
     [change] = diff.changed
     assert [(f.field, f.before, f.after) for f in change.fields] == [
-        ("name", "Slow", "Too slow"), ("parent", None, "failure"),
-    ]  # fmt: skip
+        ("name", "Slow", "Too slow"),
+        ("parent", None, "failure"),
+    ]
     assert change.labels == 1
 
 
@@ -167,15 +177,20 @@ def test_reorder_swaps_neighbours(draft):
 
 
 def test_diff_lists_every_kind_of_change_with_label_counts(v1, draft, labels):
-    labels.update({"h": category(v1, "symptom", "hang").pk, "o": category(v1, "symptom", "oom").pk,
-                   "o2": category(v1, "symptom", "oom").pk})  # fmt: skip
+    labels.update(
+        {
+            "h": category(v1, "symptom", "hang").pk,
+            "o": category(v1, "symptom", "oom").pk,
+            "o2": category(v1, "symptom", "oom").pk,
+        }
+    )
     services.add_category(facet=draft.facets.get(key="fix"), name="Fix network")
     services.update_category(category=category(draft, "screening", "relevant"), definition="Bug.")
     services.merge_categories(
         source=category(draft, "symptom", "hang"), target=category(draft, "symptom", "crash")
     )
     services.split_category(source=category(draft, "symptom", "oom"), names=["GPU OOM", "Host OOM"])
-    services.archive_category(category=category(draft, "fix", "version"))  # fmt: skip
+    services.archive_category(category=category(draft, "fix", "version"))
 
     diff = services.diff_version(version=draft)
 

@@ -40,24 +40,76 @@ def cycle() -> dict:
 
 BAD_DOCUMENTS = [
     ("not a mapping", [1, 2], r"mapping with 'codebook' and 'facets'"),
-    ("no codebook name", small_document(codebook={"slug": "x"}), r"codebook: field 'name': missing"),
+    (
+        "no codebook name",
+        small_document(codebook={"slug": "x"}),
+        r"codebook: field 'name': missing",
+    ),
     ("no facets", small_document(facets=[]), r"field 'facets'"),
-    ("unknown facet kind", with_facet(1, kind="tree"), r"facet 'symptom': field 'kind': unknown facet kind 'tree'"),
-    ("duplicate facet key", with_facet(2, key="symptom"), r"facet 'symptom': field 'key': duplicate key"),
+    (
+        "unknown facet kind",
+        with_facet(1, kind="tree"),
+        r"facet 'symptom': field 'kind': unknown facet kind 'tree'",
+    ),
+    (
+        "duplicate facet key",
+        with_facet(2, key="symptom"),
+        r"facet 'symptom': field 'key': duplicate key",
+    ),
     ("facet without key", with_facet(0, key=""), r"facet 1: field 'key': missing"),
     ("bad facet key", with_facet(0, key="a b"), r"facet 'a b': field 'key'"),
-    ("required not bool", with_facet(0, required="yes"), r"facet 'screening': field 'required': expected true or false"),
-    ("unknown parent", with_category(1, 1, parent="memory"), r"facet 'symptom', category 'hang': field 'parent': unknown parent 'memory'"),
-    ("duplicate code", with_category(1, 2, code="hang"), r"facet 'symptom', category 'hang': field 'code': duplicate code 'hang'"),
-    ("cycle", cycle(), r"facet 'symptom', category 'failure': field 'parent': cycle in the hierarchy: failure → crash → failure"),
-    ("own parent", with_category(1, 4, parent="slow"), r"category 'slow': field 'parent': cycle in the hierarchy: slow → slow"),
-    ("category without name", with_category(0, 0, name=""), r"facet 'screening', category 'relevant': field 'name': missing"),
-    ("category without code", with_category(0, 1, code=None), r"facet 'screening', category 2: field 'code': missing"),
-    ("text not a string", with_category(1, 1, definition=["a"]), r"category 'hang': field 'definition': expected text"),
-    ("unknown field", with_category(1, 1, defintion="typo"), r"category 'hang': field 'defintion': unknown field"),
-    ("name too long", with_category(1, 1, name="x" * 201), r"category 'hang': field 'name': longer than 200"),
+    (
+        "required not bool",
+        with_facet(0, required="yes"),
+        r"facet 'screening': field 'required': expected true or false",
+    ),
+    (
+        "unknown parent",
+        with_category(1, 1, parent="memory"),
+        r"facet 'symptom', category 'hang': field 'parent': unknown parent 'memory'",
+    ),
+    (
+        "duplicate code",
+        with_category(1, 2, code="hang"),
+        r"facet 'symptom', category 'hang': field 'code': duplicate code 'hang'",
+    ),
+    (
+        "cycle",
+        cycle(),
+        r"facet 'symptom', category 'failure': field 'parent': cycle in the hierarchy: failure → crash → failure",
+    ),
+    (
+        "own parent",
+        with_category(1, 4, parent="slow"),
+        r"category 'slow': field 'parent': cycle in the hierarchy: slow → slow",
+    ),
+    (
+        "category without name",
+        with_category(0, 0, name=""),
+        r"facet 'screening', category 'relevant': field 'name': missing",
+    ),
+    (
+        "category without code",
+        with_category(0, 1, code=None),
+        r"facet 'screening', category 2: field 'code': missing",
+    ),
+    (
+        "text not a string",
+        with_category(1, 1, definition=["a"]),
+        r"category 'hang': field 'definition': expected text",
+    ),
+    (
+        "unknown field",
+        with_category(1, 1, defintion="typo"),
+        r"category 'hang': field 'defintion': unknown field",
+    ),
+    (
+        "name too long",
+        with_category(1, 1, name="x" * 201),
+        r"category 'hang': field 'name': longer than 200",
+    ),
     ("wrong format tag", small_document(format="other/2"), r"field 'format'"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(

@@ -53,14 +53,16 @@ def test_export_then_import_gives_an_identical_version(v1, fmt):
 def test_import_keeps_hierarchy_order_and_flags(v1):
     hang = category(v1, "symptom", "hang")
     symptom = Facet.objects.get(version=v1, key="symptom")
+    roots = Category.objects.filter(facet=symptom, parent=None).order_by("order")
 
     assert hang.parent.code == "failure"
-    assert [c.code for c in Category.objects.filter(facet=symptom, parent=None).order_by("order")] == [
-        "failure", "slow", "other",
-    ]  # fmt: skip
+    assert [c.code for c in roots] == ["failure", "slow", "other"]
     assert (symptom.kind, symptom.required, v1.status, v1.changelog) == (
-        "single", False, "published", "First.",
-    )  # fmt: skip
+        "single",
+        False,
+        "published",
+        "First.",
+    )
 
 
 @pytest.mark.parametrize(

@@ -15,10 +15,13 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def proposal(v1, user):  # type: ignore[no-untyped-def]
     return services.create_proposal(
-        facet=v1.facets.get(key="symptom"), name="Bus error", rationale="SIGBUS on NVMe offload.",
-        issue="https://github.com/hpcaitech/ColossalAI/issues/1", parent=category(v1, "symptom", "failure"),
+        facet=v1.facets.get(key="symptom"),
+        name="Bus error",
+        rationale="SIGBUS on NVMe offload.",
+        issue="https://github.com/hpcaitech/ColossalAI/issues/1",
+        parent=category(v1, "symptom", "failure"),
         user=user,
-    )  # fmt: skip
+    )
 
 
 def test_accepting_adds_the_category_to_a_new_draft_under_the_proposed_parent(v1, proposal, owner):

@@ -24,13 +24,21 @@ EDITS_OF_A_PUBLISHED_VERSION = [
     ("move", lambda v: services.move_category(category=hang(v), parent=None)),
     ("reorder", lambda v: services.reorder_category(category=hang(v), direction="down")),
     ("archive", lambda v: services.archive_category(category=hang(v))),
-    ("merge", lambda v: services.merge_categories(source=hang(v), target=category(v, "symptom", "oom"))),
+    (
+        "merge",
+        lambda v: services.merge_categories(source=hang(v), target=category(v, "symptom", "oom")),
+    ),
     ("split", lambda v: services.split_category(source=hang(v), names=["A", "B"])),
     ("delete", lambda v: services.delete_category(category=hang(v))),
-    ("facet", lambda v: services.update_facet(facet=v.facets.first(), name="X", kind="single", required=True)),
+    (
+        "facet",
+        lambda v: services.update_facet(
+            facet=v.facets.first(), name="X", kind="single", required=True
+        ),
+    ),
     ("publish again", lambda v: services.publish_version(version=v)),
     ("discard", lambda v: services.discard_draft(version=v)),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(
@@ -55,8 +63,10 @@ def test_starting_a_draft_copies_every_category_with_its_origin(v1, django_asser
     assert copies.count() == Category.objects.filter(facet__version=v1).count()
     for copy in copies:
         assert (copy.code, copy.name, copy.definition) == (
-            copy.origin.code, copy.origin.name, copy.origin.definition,
-        )  # fmt: skip
+            copy.origin.code,
+            copy.origin.name,
+            copy.origin.definition,
+        )
         assert (copy.parent.origin_id if copy.parent else None) == copy.origin.parent_id
 
 

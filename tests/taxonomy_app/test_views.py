@@ -102,8 +102,9 @@ def test_htmx_save_returns_the_updated_row(owner_client, draft):
 
     response = owner_client.post(
         reverse("taxonomy:category_edit", args=[hang.pk]),
-        form_data(hang, definition="Makes no progress for 10 minutes."), headers=HTMX,
-    )  # fmt: skip
+        form_data(hang, definition="Makes no progress for 10 minutes."),
+        headers=HTMX,
+    )
 
     content = response.content.decode().lstrip()
     assert content.startswith(f'<li id="category-{hang.pk}"')
@@ -117,9 +118,10 @@ def test_htmx_save_with_a_taken_code_shows_the_error_inline_and_changes_nothing(
     hang = category(draft, "symptom", "hang")
 
     response = owner_client.post(
-        reverse("taxonomy:category_edit", args=[hang.pk]), form_data(hang, code="oom", name="New"),
+        reverse("taxonomy:category_edit", args=[hang.pk]),
+        form_data(hang, code="oom", name="New"),
         headers=HTMX,
-    )  # fmt: skip
+    )
 
     assert response.status_code == 200  # htmx swaps only 2xx responses
     content = response.content.decode()
@@ -142,9 +144,10 @@ def test_add_with_htmx_returns_the_facet_tree(owner_client, draft):
     failure = category(draft, "symptom", "failure")
 
     response = owner_client.post(
-        reverse("taxonomy:category_add", args=[facet.pk]), {"name": "Bus error", "parent": failure.pk},
+        reverse("taxonomy:category_add", args=[facet.pk]),
+        {"name": "Bus error", "parent": failure.pk},
         headers=HTMX,
-    )  # fmt: skip
+    )
 
     assert (
         response.content.decode()
@@ -162,8 +165,10 @@ def test_reorder_buttons_move_a_category(owner_client, draft):
     )
 
     assert [c.code for c in category(draft, "symptom", "failure").children.order_by("order")] == [
-        "oom", "hang", "crash",
-    ]  # fmt: skip
+        "oom",
+        "hang",
+        "crash",
+    ]
 
 
 def test_merge_page_confirms_with_the_label_count_before_merging(owner_client, v1, draft, labels):
