@@ -29,9 +29,15 @@ class TokenOutput(serializers.ModelSerializer):
     class Meta:
         model = ApiToken
         fields = [
-            "id", "name", "prefix", "created_at", "last_used_at", "expires_at", "revoked_at",
+            "id",
+            "name",
+            "prefix",
+            "created_at",
+            "last_used_at",
+            "expires_at",
+            "revoked_at",
             "state",
-        ]  # fmt: skip
+        ]
         read_only_fields = fields
 
 
@@ -46,9 +52,13 @@ class CreatedTokenOutput(TokenOutput):
 class TokenInput(serializers.Serializer):
     name = serializers.CharField(max_length=NAME_LENGTH)
     days = serializers.IntegerField(
-        min_value=1, max_value=MAX_DAYS, required=False, allow_null=True, default=None,
+        min_value=1,
+        max_value=MAX_DAYS,
+        required=False,
+        allow_null=True,
+        default=None,
         help_text="expire after this many days; omit or null for never",
-    )  # fmt: skip
+    )
 
 
 class TokenListApi(generics.ListAPIView):
@@ -58,10 +68,11 @@ class TokenListApi(generics.ListAPIView):
         return ApiToken.objects.owned_by(self.request.user)
 
     @extend_schema(
-        request=TokenInput, responses={201: CreatedTokenOutput},
+        request=TokenInput,
+        responses={201: CreatedTokenOutput},
         description="Create a token (session authentication only). The secret is returned "
         "once, in this response; only its hash is stored.",
-    )  # fmt: skip
+    )
     def post(self, request: Request) -> Response:
         if isinstance(request.auth, ApiToken):
             raise PermissionDenied(
@@ -74,8 +85,8 @@ class TokenListApi(generics.ListAPIView):
             token, secret = create_api_token(user=request.user, **data.validated_data)
         except TokenError as error:
             raise ValidationError({"detail": str(error)}) from error
-        token.secret = secret  # type: ignore[attr-defined]
-        response = Response(CreatedTokenOutput(token).data, status=status.HTTP_201_CREATED)
+        created = {**TokenOutput(token).data, "secret": secret}  # CreatedTokenOutput's shape
+        response = Response(created, status=status.HTTP_201_CREATED)
         response["Cache-Control"] = "no-store"
         return response
 

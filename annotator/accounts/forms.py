@@ -10,6 +10,9 @@ class TokenForm(forms.Form):
         max_length=NAME_LENGTH, help_text="What uses it, e.g. 'analysis notebook'."
     )
     days = forms.IntegerField(
-        label="Expires after (days)", required=False, min_value=1, max_value=MAX_DAYS,
+        label="Expires after (days)",
+        required=False,
+        min_value=1,
+        max_value=MAX_DAYS,
         help_text="Empty: never expires (revoke it when done).",
-    )  # fmt: skip
+    )

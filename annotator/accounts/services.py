@@ -34,9 +34,13 @@ def create_api_token(*, user: Any, name: str, days: int | None = None) -> tuple[
     now = timezone.now()
     prefix, secret = new_secret()
     token = ApiToken.objects.create(
-        user=user, name=name, prefix=prefix, key_hash=hash_secret(secret), created_at=now,
+        user=user,
+        name=name,
+        prefix=prefix,
+        key_hash=hash_secret(secret),
+        created_at=now,
         expires_at=now + timedelta(days=days) if days else None,
-    )  # fmt: skip
+    )
     return token, secret
 
 

@@ -59,10 +59,15 @@ def test_a_token_cannot_create_tokens(alice, alice_secret):
 
 @pytest.mark.parametrize(
     ("data", "field"),
-    [({"name": ""}, "name"), ({}, "name"), ({"name": "x", "days": 0}, "days"),
-     ({"name": "x", "days": 4000}, "days"), ({"name": "x", "days": "soon"}, "days"),
-     ({"name": "x" * 101}, "name")],
-)  # fmt: skip
+    [
+        ({"name": ""}, "name"),
+        ({}, "name"),
+        ({"name": "x", "days": 0}, "days"),
+        ({"name": "x", "days": 4000}, "days"),
+        ({"name": "x", "days": "soon"}, "days"),
+        ({"name": "x" * 101}, "name"),
+    ],
+)
 def test_bad_input_is_400_naming_the_field_and_creates_nothing(alice, data, field):
     client = APIClient()
     client.force_login(alice)
@@ -100,9 +105,11 @@ def test_others_tokens_are_404_and_untouched(alice, bob, alice_secret):
 
 def test_anonymous_requests_are_401(alice_secret):
     token = ApiToken.objects.get()
-    for response in (APIClient().get("/api/tokens/"),
-                     APIClient().post("/api/tokens/", {"name": "x"}),
-                     APIClient().delete(f"/api/tokens/{token.pk}/")):  # fmt: skip
+    for response in (
+        APIClient().get("/api/tokens/"),
+        APIClient().post("/api/tokens/", {"name": "x"}),
+        APIClient().delete(f"/api/tokens/{token.pk}/"),
+    ):
         assert response.status_code == 401
     assert ApiToken.objects.count() == 1 and ApiToken.objects.get().revoked_at is None
 

@@ -69,7 +69,11 @@ def test_from_a_shell_it_exits_non_zero_on_bad_input():
     env = {**os.environ, "DATABASE_URL": _database_url(connection.settings_dict["NAME"])}
     done = subprocess.run(
         [sys.executable, "manage.py", "create_api_token", "nobody", "--name", "x"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode != 0 and done.stdout == ""
     assert "user 'nobody': no such user" in done.stderr

@@ -35,8 +35,11 @@ def test_the_list_shows_only_my_tokens_with_their_facts(client, alice, bob):
     assert f"ann_{mine.prefix}_" in page and "notebook" in page
     assert theirs.prefix not in page and "bob" not in page.split("</header>")[1]
     states = dict(re.findall(r'data-token-row="(\w+)".*?data-state="(\w+)"', page, re.S))
-    assert states == {mine.prefix: "active", gone.prefix: "revoked",
-                      ApiToken.objects.get(name="gone").prefix: "expired"}  # fmt: skip
+    assert states == {
+        mine.prefix: "active",
+        gone.prefix: "revoked",
+        ApiToken.objects.get(name="gone").prefix: "expired",
+    }
     assert page.count("Revoke…") == 2  # not for the revoked one
     assert 'href="/account/tokens/"' in page and ">API tokens</a>" in page  # the nav link
 
