@@ -4,7 +4,7 @@ from .models import ExportJob
 
 
 @admin.register(ExportJob)
-class ExportJobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class ExportJobAdmin(admin.ModelAdmin):
     list_display = ["pk", "study", "format", "table", "status", "rows_written", "created_at"]
     list_filter = ["status", "format"]
     raw_id_fields = ["study", "created_by"]

@@ -62,10 +62,11 @@ class FinalLabels:
     def items_with(self, labels: Iterable[tuple[str, str]], repository: str = "") -> list[int]:
         wanted = list(labels)
         return [
-            pk for pk, facets in self.codes.items()
+            pk
+            for pk, facets in self.codes.items()
             if (not repository or self.repository[pk] == repository)
             and all(code in facets.get(facet, ()) for facet, code in wanted)
-        ]  # fmt: skip
+        ]
 
 
 def load_final_labels(items: QuerySet[Item], book: Codebook) -> FinalLabels:
@@ -73,11 +74,13 @@ def load_final_labels(items: QuerySet[Item], book: Codebook) -> FinalLabels:
     rows = (
         DecisionLabel.objects.filter(decision__item__in=items.values("pk"))
         .values_list(
-            "decision__item_id", "decision__item__issue__repository__owner",
-            "decision__item__issue__repository__name", "category_id",
+            "decision__item_id",
+            "decision__item__issue__repository__owner",
+            "decision__item__issue__repository__name",
+            "category_id",
         )
         .iterator(chunk_size=5000)
-    )  # fmt: skip
+    )
     for item, owner, name, category in rows:
         key, _, path = book.category(category)
         data.repository[item] = f"{owner}/{name}"
@@ -122,8 +125,12 @@ def share_table(data: FinalLabels, facet: str) -> Table:
     names = data.book.names.get(facet, {})
     for code in _categories(data, facet):
         n = counts[(code, "")]
-        row = [Cell(code), Cell(names.get(code, code)), Cell(n, ((facet, code),)),
-               Cell(_pct(n, len(labelled)))]  # fmt: skip
+        row = [
+            Cell(code),
+            Cell(names.get(code, code)),
+            Cell(n, ((facet, code),)),
+            Cell(_pct(n, len(labelled))),
+        ]
         for repo in repositories:
             m = counts[(code, repo)]
             row += [Cell(m, ((facet, code),), repo), Cell(_pct(m, per_repo[repo]))]
@@ -139,11 +146,13 @@ def distributed_by_stage(data: FinalLabels) -> Table:
     for code in _categories(data, STAGE):
         items = [pk for pk, f in data.codes.items() if code in f.get(STAGE, ())]
         yes = [pk for pk in items if DISTRIBUTED_YES in data.codes[pk].get(DISTRIBUTED, ())]
-        rows.append([
-            Cell(code), Cell(len(items), ((STAGE, code),)),
+        row = [
+            Cell(code),
+            Cell(len(items), ((STAGE, code),)),
             Cell(len(yes), ((STAGE, code), (DISTRIBUTED, DISTRIBUTED_YES))),
             Cell(_pct(len(yes), len(items))),
-        ])  # fmt: skip
+        ]
+        rows.append(row)
     header = ["stage", "issues", "distributed-specific", "% distributed-specific"]
     return Table("distributed-by-stage", "Distributed-specific issues per stage", header, rows)
 
@@ -157,11 +166,11 @@ def cross_table(data: FinalLabels, rows_facet: str, columns_facet: str) -> Table
         for a in facets.get(rows_facet, ()):
             for b in facets.get(columns_facet, ()):
                 counts[(a, b)] += 1
-    rows = [
-        [Cell(a), *(Cell(counts[(a, b)], ((rows_facet, a), (columns_facet, b)))
-                    for b in column_codes)]
-        for a in row_codes
-    ]  # fmt: skip
+
+    def cell(a: str, b: str) -> Cell:
+        return Cell(counts[(a, b)], ((rows_facet, a), (columns_facet, b)))
+
+    rows = [[Cell(a), *(cell(a, b) for b in column_codes)] for a in row_codes]
     title = f"{rows_facet} × {columns_facet}"  # noqa: RUF001
     return Table(f"cross-{rows_facet}-{columns_facet}", title, [rows_facet, *column_codes], rows)
 

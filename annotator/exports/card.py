@@ -109,7 +109,7 @@ def dataset_card(
         "",
         "## Columns",
         *_column_lines(tables),
-    ]  # fmt: skip
+    ]
     if categories:
         lines += ["", "## Categories", *_category_lines(categories)]
     return "\n".join(lines) + "\n"

@@ -12,8 +12,18 @@ from collections.abc import Callable, Sequence
 from html import escape
 
 WIDTH, HEIGHT, NODE_W, GAP, PAD = 900, 520, 14, 6, 24
-PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
-           "#ff9da7", "#9c755f", "#bab0ac")  # fmt: skip
+PALETTE = (
+    "#4e79a7",
+    "#f28e2b",
+    "#e15759",
+    "#76b7b2",
+    "#59a14f",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+)
 
 
 def flow_svg(
@@ -70,8 +80,10 @@ def _links(
     links: Sequence[tuple[int, str, str, int]], nodes: list[dict[str, list[float]]], scale: float
 ) -> list[str]:
     parts = []
-    order = sorted(links, key=lambda link: (link[0], nodes[link[0]][link[1]][1],
-                                            nodes[link[0] + 1][link[2]][1]))  # fmt: skip
+    order = sorted(
+        links,
+        key=lambda link: (link[0], nodes[link[0]][link[1]][1], nodes[link[0] + 1][link[2]][1]),
+    )
     for i, a, b, w in order:
         source, target = nodes[i][a], nodes[i + 1][b]
         width = max(w * scale, 1.0)
@@ -91,9 +103,11 @@ def _links(
 
 
 def _nodes(
-    columns: Sequence[str], nodes: list[dict[str, list[float]]],
-    href: Callable[[str, str], str], names: Callable[[str, str], str],
-) -> list[str]:  # fmt: skip
+    columns: Sequence[str],
+    nodes: list[dict[str, list[float]]],
+    href: Callable[[str, str], str],
+    names: Callable[[str, str], str],
+) -> list[str]:
     parts = []
     for i, placed in enumerate(nodes):
         for code, (x, y, height, _, _) in placed.items():

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 
@@ -15,24 +15,29 @@ from .models import ExportJob
 class ExportForm(forms.Form):
     format = forms.ChoiceField(choices=ExportJob.Format.choices, initial="csv")
     table = forms.ChoiceField(
-        choices=ExportJob.Table.choices, initial="final",
+        choices=ExportJob.Table.choices,
+        initial="final",
         help_text="XLSX always holds a sheet per annotator plus Final",
-    )  # fmt: skip
+    )
     round = forms.TypedChoiceField(coerce=int, required=False, empty_value=None)
     source = forms.ChoiceField(
-        choices=[("", "any decision source"), *Decision.Source.choices], required=False,
+        choices=[("", "any decision source"), *Decision.Source.choices],
+        required=False,
         label="Decision source",
-    )  # fmt: skip
+    )
     screening = forms.CharField(
-        required=False, max_length=80, label="Screening verdict",
+        required=False,
+        max_length=80,
+        label="Screening verdict",
         help_text="code of the screening category of the decision, e.g. relevant",
-    )  # fmt: skip
+    )
     repository = forms.CharField(required=False, max_length=201, help_text="OWNER/NAME")
 
     def __init__(self, *args: Any, study: Study, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         rounds = study.rounds.values_list("number", flat=True)
-        self.fields["round"].choices = [("", "every round"), *((n, f"round {n}") for n in rounds)]
+        round_field = cast(forms.TypedChoiceField, self.fields["round"])
+        round_field.choices = [("", "every round"), *((n, f"round {n}") for n in rounds)]
 
     def filters(self) -> dict[str, Any]:
         keys = ("round", "source", "screening", "repository")
@@ -44,19 +49,22 @@ class UploadForm(forms.Form):
 
     file = forms.FileField(help_text=".xlsx, a sheet per annotator (plus Final), a row per issue")
     study = forms.ModelChoiceField(
-        queryset=Study.objects.none(), required=False, empty_label="— a new study —",
+        queryset=Study.objects.none(),
+        required=False,
+        empty_label="— a new study —",
         help_text="an existing study you own gets a new round",
-    )  # fmt: skip
+    )
     study_name = forms.CharField(required=False, max_length=200, label="New study's name")
     codebook_version = forms.ModelChoiceField(
         queryset=CodebookVersion.objects.filter(status="published").select_related("codebook"),
-        required=False, label="New study's codebook version",
-    )  # fmt: skip
+        required=False,
+        label="New study's codebook version",
+    )
 
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         owned = Study.objects.filter(memberships__user=user, memberships__role="owner")
-        self.fields["study"].queryset = owned  # type: ignore[attr-defined]
+        cast(forms.ModelChoiceField, self.fields["study"]).queryset = owned
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

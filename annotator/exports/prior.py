@@ -63,11 +63,15 @@ class PriorMapping:
 
     def read(self, path: Path) -> PriorLabels:
         return read_rounds(
-            path, key_column=self.key_column, sheet_to_annotator=self.sheet_to_annotator,
-            column_to_facet=self.column_to_facet, final_sheet=self.final_sheet,
-            final_column_to_facet=self.final_column_to_facet, separators=self.separators,
+            path,
+            key_column=self.key_column,
+            sheet_to_annotator=self.sheet_to_annotator,
+            column_to_facet=self.column_to_facet,
+            final_sheet=self.final_sheet,
+            final_column_to_facet=self.final_column_to_facet,
+            separators=self.separators,
             skip_bad_rows=True,
-        )  # fmt: skip
+        )
 
 
 @dataclass(frozen=True)
@@ -178,9 +182,13 @@ def import_prior_labels(
 
 class _Writer:
     def __init__(
-        self, study: Study, round: Round, values: dict[str, dict[str, str]],
-        result: PriorImportResult, source: str,
-    ) -> None:  # fmt: skip
+        self,
+        study: Study,
+        round: Round,
+        values: dict[str, dict[str, str]],
+        result: PriorImportResult,
+        source: str,
+    ) -> None:
         self.study, self.round, self.values, self.result = study, round, values, result
         self.source = source
         self.now = timezone.now()
@@ -221,8 +229,8 @@ class _Writer:
             username = f"{base}-{n}"
 
     def items(self, labels: PriorLabels) -> None:
-        keys = list(dict.fromkeys([k for a in labels.annotators.values() for k in a]
-                                  + list(labels.final or {})))  # fmt: skip
+        rated = [k for a in labels.annotators.values() for k in a]
+        keys = list(dict.fromkeys([*rated, *(labels.final or {})]))
         issues = self._issues(keys)
         taken = set(
             Item.objects.filter(study=self.study, issue__in=issues.values()).values_list(
@@ -231,16 +239,16 @@ class _Writer:
         )
         if taken:
             raise PriorImportError(f"already in this study: {', '.join(sorted(taken)[:5])}")
-        rated = {k: sum(k in a for a in labels.annotators.values()) for k in keys}
+        raters = {k: sum(k in a for a in labels.annotators.values()) for k in keys}
         rows = [
             Item(
                 study=self.study,
                 round=self.round,
                 issue=issues[key],
                 position=n,
-                quota=max(1, rated[key]),
-                active_count=rated[key],
-                submitted_count=rated[key],
+                quota=max(1, raters[key]),
+                active_count=raters[key],
+                submitted_count=raters[key],
                 released_at=self.now,
             )
             for n, key in enumerate(keys)
@@ -273,10 +281,15 @@ class _Writer:
 
     def _issue(self, repository: Repository, number: int, url: str) -> Issue:
         issue, created = Issue.objects.get_or_create(
-            repository=repository, number=number,
-            defaults={"title": f"{repository.full_name}#{number} (imported labels; not synced)",
-                      "state": Issue.State.OPEN, "html_url": url, "content_hash": ""},
-        )  # fmt: skip
+            repository=repository,
+            number=number,
+            defaults={
+                "title": f"{repository.full_name}#{number} (imported labels; not synced)",
+                "state": Issue.State.OPEN,
+                "html_url": url,
+                "content_hash": "",
+            },
+        )
         self.result.created_issues += created
         return issue
 
@@ -295,32 +308,46 @@ class _Writer:
     def annotations(self, labels: PriorLabels) -> None:
         pairs = [(name, key) for name, rows in labels.annotators.items() for key in rows]
         assignments = Assignment.objects.bulk_create(
-            Assignment(item=self.item_of[key], annotator=self.accounts[name],
-                       status=Assignment.Status.SUBMITTED, finished_at=self.now)
+            Assignment(
+                item=self.item_of[key],
+                annotator=self.accounts[name],
+                status=Assignment.Status.SUBMITTED,
+                finished_at=self.now,
+            )
             for name, key in pairs
-        )  # fmt: skip
+        )
         annotations = Annotation.objects.bulk_create(
-            Annotation(assignment=a, codebook_version_id=self.study.codebook_version_id,
-                       status=Annotation.Status.SUBMITTED, submitted_at=self.now,
-                       notes=f"imported from {self.source}, sheet of {name}")
+            Annotation(
+                assignment=a,
+                codebook_version_id=self.study.codebook_version_id,
+                status=Annotation.Status.SUBMITTED,
+                submitted_at=self.now,
+                notes=f"imported from {self.source}, sheet of {name}",
+            )
             for a, (name, _) in zip(assignments, pairs, strict=True)
-        )  # fmt: skip
-        rows = []
+        )
+        rows: list[AnnotationLabel] = []
         for annotation, (name, key) in zip(annotations, pairs, strict=True):
             for facet, raw in labels.annotators[name][key].items():
-                for facet_id, category_id in self._category_ids(facet, raw, f"{name}, {key}"):
-                    rows.append(AnnotationLabel(annotation=annotation, facet_id=facet_id,
-                                                category_id=category_id))  # fmt: skip
+                chosen = self._category_ids(facet, raw, f"{name}, {key}")
+                rows += [
+                    AnnotationLabel(annotation=annotation, facet_id=f, category_id=c)
+                    for f, c in chosen
+                ]
         AnnotationLabel.objects.bulk_create(rows)
         self.result.annotations, self.result.labels = len(annotations), len(rows)
 
     def decisions(self, labels: PriorLabels, user: Any) -> None:
         final = labels.final or {}
         decisions = Decision.objects.bulk_create(
-            Decision(item=self.item_of[key], source=Decision.Source.IMPORTED, decided_by=user,
-                     comment=f"imported from {self.source}")
+            Decision(
+                item=self.item_of[key],
+                source=Decision.Source.IMPORTED,
+                decided_by=user,
+                comment=f"imported from {self.source}",
+            )
             for key in final
-        )  # fmt: skip
+        )
         rows = [
             DecisionLabel(decision=decision, facet_id=facet_id, category_id=category_id)
             for decision, key in zip(decisions, final, strict=True)
@@ -335,7 +362,9 @@ class _Writer:
             for value, code in values.items():
                 if code == PROPOSE:
                     Proposal.objects.create(
-                        facet=self.facets[facet], name=value[:200], proposed_by=user,
+                        facet=self.facets[facet],
+                        name=value[:200],
+                        proposed_by=user,
                         rationale=f"a value of the prior labels imported from {self.source}",
-                    )  # fmt: skip
+                    )
                     self.result.proposals += 1

@@ -73,8 +73,10 @@ def load_codebook(version: CodebookVersion) -> Codebook:
     for key, _, path in book.categories.values():
         depth[key] = max(depth.get(key, 1), len(path))
     for f in facets:
-        levels = 1 if f.kind == Facet.Kind.MULTI else depth.get(f.key, 1)
-        book.facets.append(FacetSpec(f.key, f.name, f.kind, levels))  # type: ignore[arg-type]
+        if f.kind == Facet.Kind.MULTI:
+            book.facets.append(FacetSpec(f.key, f.name, "multi"))
+        else:
+            book.facets.append(FacetSpec(f.key, f.name, "single", depth.get(f.key, 1)))
     book.versions = dict(CodebookVersion.objects.values_list("pk", "number"))
     return book
 
@@ -110,17 +112,26 @@ def filtered_items(study: Study, filters: dict[str, Any]) -> QuerySet[Item]:
 
 
 ITEM_FIELDS = (
-    "pk", "round__number", "issue__repository__owner", "issue__repository__name",
-    "issue__number", "issue__html_url", "issue__title",
-)  # fmt: skip
+    "pk",
+    "round__number",
+    "issue__repository__owner",
+    "issue__repository__name",
+    "issue__number",
+    "issue__html_url",
+    "issue__title",
+)
 
 
 def _item_row(values: tuple[Any, ...]) -> dict[str, Any]:
     pk, number, owner, name, issue_number, url, title = values[:7]
     return {
-        "item_id": pk, "round": number, "repository": f"{owner}/{name}", "number": issue_number,
-        "url": url or f"https://github.com/{owner}/{name}/issues/{issue_number}", "title": title,
-    }  # fmt: skip
+        "item_id": pk,
+        "round": number,
+        "repository": f"{owner}/{name}",
+        "number": issue_number,
+        "url": url or f"https://github.com/{owner}/{name}/issues/{issue_number}",
+        "title": title,
+    }
 
 
 def _groups(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, list[tuple[Any, ...]]]]:
@@ -190,13 +201,14 @@ def annotator_rows(
     fields = ["assignment__item_id", *(prefix + f for f in ITEM_FIELDS[1:])]
     heads = (
         Annotation.objects.filter(
-            assignment__annotator_id=annotator_id, status=Annotation.Status.SUBMITTED,
+            assignment__annotator_id=annotator_id,
+            status=Annotation.Status.SUBMITTED,
             assignment__item__in=items.values("pk"),
         )
         .order_by("assignment__item_id")
         .values_list(*fields, "submitted_at", "seconds_spent")
         .iterator(chunk_size=CHUNK)
-    )  # fmt: skip
+    )
     labels = (
         AnnotationLabel.objects.filter(
             annotation__assignment__annotator_id=annotator_id,
@@ -224,12 +236,15 @@ def long_rows(items: QuerySet[Item], book: Codebook) -> Iterator[dict[str, Any]]
         )
         .order_by("annotation__assignment__item_id", "annotation_id", "category_id")
         .values_list(
-            "annotation__assignment__item_id", "annotation__assignment__annotator_id",
-            "category_id", "annotation__codebook_version_id", "annotation__submitted_at",
+            "annotation__assignment__item_id",
+            "annotation__assignment__annotator_id",
+            "category_id",
+            "annotation__codebook_version_id",
+            "annotation__submitted_at",
             "annotation__seconds_spent",
         )
         .iterator(chunk_size=CHUNK)
-    )  # fmt: skip
+    )
     usernames = dict(get_user_model().objects.values_list("pk", "username"))
     for head, given in _merge(heads, labels):
         if not given:
@@ -239,11 +254,15 @@ def long_rows(items: QuerySet[Item], book: Codebook) -> Iterator[dict[str, Any]]
         for _, annotator, category, version, submitted, seconds in given:
             key, code, path = book.category(category)
             yield {
-                **base, "facet": key, "annotator": usernames.get(annotator, str(annotator)),
-                "category": code, "category_l1": path[0],
-                "codebook_version": book.versions.get(version), "submitted_at": submitted,
+                **base,
+                "facet": key,
+                "annotator": usernames.get(annotator, str(annotator)),
+                "category": code,
+                "category_l1": path[0],
+                "codebook_version": book.versions.get(version),
+                "submitted_at": submitted,
                 "seconds_spent": seconds,
-            }  # fmt: skip
+            }
 
 
 def annotators_of(items: QuerySet[Item]) -> list[tuple[int, str]]:

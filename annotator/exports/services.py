@@ -181,10 +181,16 @@ def build_card(
     active = {k: v for k, v in (filters or {}).items() if v not in (None, "")}
     title = f"{study.name}: dataset" + (f" ({_describe(active)})" if active else "")
     return writers.dataset_card(
-        title=title, codebook_name=version.codebook.name, codebook_version=version.number,
-        selection_query=query, counts=counts, agreement=agreement_figures(study, active),
-        exported_at=exported_at or timezone.now(), tables=tables, categories=book.names,
-    )  # fmt: skip
+        title=title,
+        codebook_name=version.codebook.name,
+        codebook_version=version.number,
+        selection_query=query,
+        counts=counts,
+        agreement=agreement_figures(study, active),
+        exported_at=exported_at or timezone.now(),
+        tables=tables,
+        categories=book.names,
+    )
 
 
 def _describe(filters: dict[str, Any]) -> str:
@@ -233,9 +239,12 @@ def start_export_job(
     clean = {k: v for k, v in (filters or {}).items() if v not in (None, "")}
     filtered_items(study, clean)  # raises ExportFilterError now rather than in the job
     job = ExportJob.objects.create(
-        study=study, format=format, table=table, filters=clean,
+        study=study,
+        format=format,
+        table=table,
+        filters=clean,
         created_by=user if getattr(user, "is_authenticated", False) else None,
-    )  # fmt: skip
+    )
     enqueue_job(job)
     return job
 
@@ -268,16 +277,25 @@ def _write_and_store(job: ExportJob, path: Path) -> None:
     report_progress(ExportJob, job.pk, total_rows=total)
     with path.open("wb") as out:
         result = export_dataset(
-            study=job.study, format=job.format, out=out, table=job.table, filters=job.filters,
+            study=job.study,
+            format=job.format,
+            out=out,
+            table=job.table,
+            filters=job.filters,
             on_progress=lambda n: report_progress(ExportJob, job.pk, rows_written=n),
-        )  # fmt: skip
+        )
     with path.open("rb") as written:
         name = default_storage.save(f"exports/{job.filename}", File(written))
     stored = finish_job(
-        ExportJob, job.pk, status=ExportJob.Status.SUCCEEDED, file=name, card=result.card,
-        rows_written=result.rows, total_rows=max(total, result.rows),
+        ExportJob,
+        job.pk,
+        status=ExportJob.Status.SUCCEEDED,
+        file=name,
+        card=result.card,
+        rows_written=result.rows,
+        total_rows=max(total, result.rows),
         size_bytes=path.stat().st_size,
-    )  # fmt: skip
+    )
     if not stored:  # the sweep failed it as lost meanwhile: offer nothing
         default_storage.delete(name)
 

@@ -60,9 +60,13 @@ class SpreadsheetError(ValueError):
     """Bad input; `sheet`, `row` (1-based, as Excel shows it) and `column` say where."""
 
     def __init__(
-        self, message: str, *, sheet: str | None = None, row: int | None = None,
+        self,
+        message: str,
+        *,
+        sheet: str | None = None,
+        row: int | None = None,
         column: str | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         where = [f"sheet {sheet!r}"] if sheet is not None else []
         where += [f"row {row}"] if row is not None else []
         where += [f"column {column!r}"] if column is not None else []
@@ -159,8 +163,9 @@ def _rows(worksheet: Any) -> Iterator[tuple[int, tuple[Any, ...]]]:
         if len(values) > MAX_COLUMNS:
             raise SpreadsheetError(
                 f"{len(values):,} columns, over the limit of {MAX_COLUMNS:,}",
-                sheet=worksheet.title, row=number,
-            )  # fmt: skip
+                sheet=worksheet.title,
+                row=number,
+            )
         yield number, values
 
 
@@ -326,8 +331,12 @@ class _SheetReader:
 
     def _bad(self, sheet: str, row: int, reason: str, column: str) -> None:
         if not self.skip_bad_rows:
-            raise SpreadsheetError(f"{reason} (pass skip_bad_rows to leave it out)",
-                                   sheet=sheet, row=row, column=column)  # fmt: skip
+            raise SpreadsheetError(
+                f"{reason} (pass skip_bad_rows to leave it out)",
+                sheet=sheet,
+                row=row,
+                column=column,
+            )
         self.result.skipped.append(SkippedRow(sheet, row, reason))
 
     def _forget(self, sheet: str, rows: set[int]) -> None:

@@ -32,9 +32,12 @@ def export_start(request: HttpRequest, study_id: int) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         try:
             job = start_export_job(
-                study=study, format=form.cleaned_data["format"], table=form.cleaned_data["table"],
-                filters=form.filters(), user=request.user,
-            )  # fmt: skip
+                study=study,
+                format=form.cleaned_data["format"],
+                table=form.cleaned_data["table"],
+                filters=form.filters(),
+                user=request.user,
+            )
         except ExportFilterError as error:
             form.add_error(None, str(error))
         else:

@@ -3,7 +3,7 @@ count links to its issues, every table downloads as CSV. Owners and adjudicators
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Protocol
 from urllib.parse import urlencode
 
 from django.http import HttpRequest, HttpResponse
@@ -15,7 +15,7 @@ from annotator.studies.models import Item
 from annotator.uploads import content_disposition
 
 from .access import study_for_export
-from .analysis import analysis_tables, flow_facets, flow_links, study_final_labels
+from .analysis import Cell, Table, analysis_tables, flow_facets, flow_links, study_final_labels
 from .flow import flow_svg
 from .rows import ExportFilterError
 
@@ -26,7 +26,11 @@ def _filters(request: HttpRequest) -> dict[str, str]:
     return {k: request.GET[k].strip() for k in FILTERS if request.GET.get(k, "").strip()}
 
 
-def _issues_url(study_id: int, filters: dict[str, str]) -> Any:
+class IssuesLink(Protocol):
+    def __call__(self, labels: tuple[tuple[str, str], ...], repository: str = "") -> str: ...
+
+
+def _issues_url(study_id: int, filters: dict[str, str]) -> IssuesLink:
     base = reverse("exports:analysis_issues", args=[study_id])
 
     def url(labels: tuple[tuple[str, str], ...], repository: str = "") -> str:
@@ -58,20 +62,35 @@ def analysis(request: HttpRequest, study_id: int) -> HttpResponse:
     link = _issues_url(study.pk, filters)
     columns = flow_facets(data)
     svg = flow_svg(
-        columns, flow_links(data, columns), href=lambda f, c: link(((f, c),)),
+        columns,
+        flow_links(data, columns),
+        href=lambda f, c: link(((f, c),)),
         names=lambda f, c: data.book.names.get(f, {}).get(c, c),
-    )  # fmt: skip
-    rows = [
-        (t, [[(cell, link(cell.labels, cell.repository) if cell.labels else "") for cell in row]
-             for row in t.rows])
-        for t in tables
-    ]  # fmt: skip
+    )
+    rows = [(t, _linked_rows(t, link)) for t in tables]
     context = {
-        "study": study, "tables": rows, "flow": mark_safe(svg),
-        "flow_columns": columns, "filters": filters, "decided": len(data.codes),
+        "study": study,
+        "tables": rows,
+        "flow": mark_safe(svg),
+        "flow_columns": columns,
+        "filters": filters,
+        "decided": len(data.codes),
         "query": urlencode(filters),
-    }  # fmt: skip
+    }
     return render(request, "exports/analysis.html", context)
+
+
+def _linked_rows(table: Table, link: IssuesLink) -> list[list[tuple[Cell, str]]]:
+    """Each cell with the URL of the issues it counts ("" for a cell that counts none)."""
+    return [
+        [(cell, link(cell.labels, cell.repository) if cell.labels else "") for cell in row]
+        for row in table.rows
+    ]
+
+
+def _label(value: str) -> tuple[str, str]:
+    facet, _, code = value.partition(":")
+    return facet, code
 
 
 def analysis_issues(request: HttpRequest, study_id: int) -> HttpResponse:
@@ -79,16 +98,19 @@ def analysis_issues(request: HttpRequest, study_id: int) -> HttpResponse:
     descendants too), in the repository if given: what a count of the analysis counted."""
     study = study_for_export(request, study_id)
     filters = _filters(request)
-    labels = [tuple(v.split(":", 1)) for v in request.GET.getlist("label") if ":" in v]
+    labels = [_label(v) for v in request.GET.getlist("label") if ":" in v]
     try:
         data = study_final_labels(study, {k: v for k, v in filters.items() if k != "repository"})
     except ExportFilterError as error:
         return HttpResponse(str(error), status=400, content_type="text/plain")
-    ids = data.items_with(labels, filters.get("repository", ""))  # type: ignore[arg-type]
+    ids = data.items_with(labels, filters.get("repository", ""))
     items = Item.objects.filter(pk__in=ids).select_related("issue__repository", "round")
     items = items.order_by("round__number", "issue__repository", "issue__number")
     context = {
-        "study": study, "items": items,
-        "labels": labels, "filters": filters, "query": urlencode(filters),
-    }  # fmt: skip
+        "study": study,
+        "items": items,
+        "labels": labels,
+        "filters": filters,
+        "query": urlencode(filters),
+    }
     return render(request, "exports/analysis_issues.html", context)

@@ -23,13 +23,24 @@ from annotator.upload_handling import store_upload
 from taxonomy_app.models import CodebookVersion, Facet
 
 from .forms import UploadForm
-from .prior import IGNORE, PROPOSE, PriorImportError, PriorMapping, import_prior_labels
+from .prior import (
+    IGNORE,
+    PROPOSE,
+    PriorImportError,
+    PriorImportResult,
+    PriorMapping,
+    Review,
+    import_prior_labels,
+)
 from .prior import review_prior_labels as review_labels
-from .spreadsheets import SpreadsheetError, inspect_workbook
+from .spreadsheets import SheetInfo, SpreadsheetError, WorkbookInfo, inspect_workbook
 
 SESSION = "prior_labels"
-ROLES = [("annotator", "an annotator's sheet"), ("final", "the final (agreed) sheet"),
-         ("ignore", "ignore")]  # fmt: skip
+ROLES = [
+    ("annotator", "an annotator's sheet"),
+    ("final", "the final (agreed) sheet"),
+    ("ignore", "ignore"),
+]
 
 
 def _state(request: HttpRequest, token: str) -> dict[str, Any]:
@@ -67,17 +78,32 @@ def prior_upload(request: HttpRequest) -> HttpResponse:
             default_storage.delete(name)
             form.add_error("file", str(error))
         else:
-            study, version = form.cleaned_data["study"], form.cleaned_data["codebook_version"]
-            _save(request, token, {
-                "file": name, "filename": upload.name,
-                "study": study.pk if study else None, "study_name": form.cleaned_data["study_name"],
-                "version": version.pk if version else None,
-                "sheets": [{"name": s.name, "columns": list(s.columns), "rows": s.rows,
-                            "key": s.key_column} for s in info.sheets],
-            })  # fmt: skip
+            _save(request, token, _upload_state(form, name, info))
             return redirect("exports:prior_map", token=token)
     status = 400 if form.errors else 200
     return render(request, "exports/prior_upload.html", {"form": form}, status=status)
+
+
+def _upload_state(form: UploadForm, name: str, info: WorkbookInfo) -> dict[str, Any]:
+    """The wizard's state after the upload: the stored file, the target and the sheets."""
+    study, version = form.cleaned_data["study"], form.cleaned_data["codebook_version"]
+    return {
+        "file": name,
+        "filename": form.cleaned_data["file"].name,
+        "study": study.pk if study else None,
+        "study_name": form.cleaned_data["study_name"],
+        "version": version.pk if version else None,
+        "sheets": [_sheet_state(s) for s in info.sheets],
+    }
+
+
+def _sheet_state(sheet: SheetInfo) -> dict[str, Any]:
+    return {
+        "name": sheet.name,
+        "columns": list(sheet.columns),
+        "rows": sheet.rows,
+        "key": sheet.key_column,
+    }
 
 
 class MappingForm(forms.Form):
@@ -92,20 +118,24 @@ class MappingForm(forms.Form):
         for i, sheet in enumerate(sheets):
             final = sheet["name"].strip().casefold() == "final"
             self.fields[f"role_{i}"] = forms.ChoiceField(
-                choices=ROLES, label=f"Sheet “{sheet['name']}” ({sheet['rows']} rows) is",
+                choices=ROLES,
+                label=f"Sheet “{sheet['name']}” ({sheet['rows']} rows) is",
                 initial="final" if final else "annotator",
-            )  # fmt: skip
+            )
             self.fields[f"user_{i}"] = forms.CharField(
-                required=False, label=f"Sheet “{sheet['name']}”: annotator account",
+                required=False,
+                label=f"Sheet “{sheet['name']}”: annotator account",
                 help_text="username of an existing account; empty: an inactive placeholder "
                 f"account named {sheet['name']!r}",
-            )  # fmt: skip
+            )
         choices = [("", "— not a facet —"), *((f.key, f.name) for f in facets)]
         for i, column in enumerate(columns):
             self.fields[f"column_{i}"] = forms.ChoiceField(
-                choices=choices, required=False, label=f"Column “{column}” holds",
+                choices=choices,
+                required=False,
+                label=f"Column “{column}” holds",
                 initial=_guess_facet(column, facets),
-            )  # fmt: skip
+            )
         self.columns = columns
         self.multi = [f.key for f in facets if f.kind == Facet.Kind.MULTI]
 
@@ -139,15 +169,16 @@ def _mapping(form: MappingForm, state: dict[str, Any]) -> tuple[dict[str, Any], 
         elif role == "final":
             final = sheet["name"]
     columns_of = {s["name"]: set(s["columns"]) for s in state["sheets"]}
+    shared = {c: f for c, f in to_facet.items() if all(c in columns_of[s] for s in annotators)}
+    in_final = {c: f for c, f in to_facet.items() if final and c in columns_of[final]}
     mapping = {
-        "key_column": data["key_column"], "sheet_to_annotator": annotators,
-        "column_to_facet": {c: f for c, f in to_facet.items()
-                            if all(c in columns_of[s] for s in annotators)},
+        "key_column": data["key_column"],
+        "sheet_to_annotator": annotators,
+        "column_to_facet": shared,
         "final_sheet": final,
-        "final_column_to_facet": {c: f for c, f in to_facet.items()
-                                  if final and c in columns_of[final]} or None,
+        "final_column_to_facet": in_final or None,
         "separators": {f: [" & ", " / "] for f in form.multi},
-    }  # fmt: skip
+    }
     return mapping, users
 
 
@@ -178,8 +209,8 @@ def prior_review(request: HttpRequest, token: str) -> HttpResponse:
     try:
         review = review_labels(path=path, mapping=mapping, version=_version(state))
     except (SpreadsheetError, PriorImportError) as failure:
-        context = {"state": state, "token": token, "error": str(failure)}
-        return render(request, "exports/prior_review.html", context, status=400)
+        failed = {"state": state, "token": token, "error": str(failure)}
+        return render(request, "exports/prior_review.html", failed, status=400)
     if request.method == "POST":
         choices = _choices(request, review)
         try:
@@ -189,22 +220,30 @@ def prior_review(request: HttpRequest, token: str) -> HttpResponse:
         else:
             default_storage.delete(state["file"])
             _save(request, token, None)
-            messages.success(request, (
-                f"Imported round {result.round.number}: {result.items} items, "
-                f"{result.annotations} annotations, {result.decisions} decisions"
-                f"{f', {result.proposals} proposals' if result.proposals else ''}."
-            ))  # fmt: skip
+            messages.success(request, _summary(result))
             return redirect(result.study)
-    context = {
-        "state": state, "token": token, "review": review, "error": error,
-        "propose": PROPOSE, "ignore": IGNORE,
+    context: dict[str, Any] = {
+        "state": state,
+        "token": token,
+        "review": review,
+        "error": error,
+        "propose": PROPOSE,
+        "ignore": IGNORE,
         "skipped": review.labels.skipped,
         "facets": [(f, m, review.categories[f]) for f, m in review.matchings.items()],
-    }  # fmt: skip
+    }
     return render(request, "exports/prior_review.html", context, status=400 if error else 200)
 
 
-def _choices(request: HttpRequest, review: Any) -> dict[str, dict[str, str]]:
+def _summary(result: PriorImportResult) -> str:
+    proposals = f", {result.proposals} proposals" if result.proposals else ""
+    return (
+        f"Imported round {result.round.number}: {result.items} items, "
+        f"{result.annotations} annotations, {result.decisions} decisions{proposals}."
+    )
+
+
+def _choices(request: HttpRequest, review: Review) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     for facet, matching in review.matchings.items():
         for n, unmatched in enumerate(matching.unmatched):
@@ -215,22 +254,33 @@ def _choices(request: HttpRequest, review: Any) -> dict[str, dict[str, str]]:
 
 
 def _confirm(
-    request: HttpRequest, state: dict[str, Any], path: Path, mapping: PriorMapping,
+    request: HttpRequest,
+    state: dict[str, Any],
+    path: Path,
+    mapping: PriorMapping,
     choices: dict[str, dict[str, str]],
-) -> Any:  # fmt: skip
+) -> PriorImportResult:
     study = None
     if state.get("study"):
         study = Study.objects.filter(
-            pk=state["study"], memberships__user=request.user,
+            pk=state["study"],
+            memberships__user=request.user.pk,
             memberships__role=Membership.Role.OWNER,
-        ).first()  # fmt: skip
+        ).first()
         if study is None:
             raise Http404("No such study")
-    users = {name: get_user_model().objects.get(username=username)
-             for name, username in state.get("users", {}).items()}  # fmt: skip
+    users = {
+        name: get_user_model().objects.get(username=username)
+        for name, username in state.get("users", {}).items()
+    }
     return import_prior_labels(
-        path=path, mapping=mapping, choices=choices, user=request.user, study=study,
+        path=path,
+        mapping=mapping,
+        choices=choices,
+        user=request.user,
+        study=study,
         study_name=state.get("study_name", ""),
         codebook_version=None if study else CodebookVersion.objects.get(pk=state["version"]),
-        users=users, filename=state["filename"],
-    )  # fmt: skip
+        users=users,
+        filename=state["filename"],
+    )

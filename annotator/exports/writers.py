@@ -144,20 +144,32 @@ def write_csv(rows: Iterable[Row], columns: Sequence[Column], out: IO[bytes]) ->
 
 def write_jsonl(rows: Iterable[Row], columns: Sequence[Column], out: IO[bytes]) -> int:
     """Write one JSON object per line (keys in column order); returns the number of rows."""
-    return _write_json_records(rows, columns, out, first="", between="\n", last="\n")
+    return _write_json_records(rows, columns, out, _LINES)
 
 
 def write_json(rows: Iterable[Row], columns: Sequence[Column], out: IO[bytes]) -> int:
     """Write one JSON array of objects, streamed (`[`, objects one per line, `]`)."""
-    count = _write_json_records(rows, columns, out, first="[\n", between=",\n", last="\n")
+    count = _write_json_records(rows, columns, out, _ARRAY)
     out.write(b"]\n" if count else b"[]\n")
     return count
 
 
+@dataclass(frozen=True)
+class _Framing:
+    """What a JSON writer puts before the first record, between two and after the last."""
+
+    first: str
+    between: str
+    last: str
+
+
+_LINES = _Framing(first="", between="\n", last="\n")
+_ARRAY = _Framing(first="[\n", between=",\n", last="\n")
+
+
 def _write_json_records(
-    rows: Iterable[Row], columns: Sequence[Column], out: IO[bytes], *, first: str,
-    between: str, last: str,
-) -> int:  # fmt: skip
+    rows: Iterable[Row], columns: Sequence[Column], out: IO[bytes], framing: _Framing
+) -> int:
     buffer = io.StringIO()
     names = [c.name for c in columns]
     special = _special(columns, to_json)
@@ -167,12 +179,12 @@ def _write_json_records(
         record = {name: row.get(name) for name in names}
         for _, name, convert in special:
             record[name] = convert(record[name])
-        buffer.write((between if count else first) + dumps(record))
+        buffer.write((framing.between if count else framing.first) + dumps(record))
         count += 1
         if buffer.tell() >= FLUSH_CHARS:
             _flush(buffer, out)
     if count:
-        buffer.write(last)
+        buffer.write(framing.last)
     _flush(buffer, out)
     return count
 
@@ -207,8 +219,13 @@ def _pandas_metadata(columns: Sequence[Column]) -> dict[str, Any]:
     def entry(c: Column) -> dict[str, Any]:
         pandas_type, numpy_type = kinds[c.kind]
         meta = {"timezone": "UTC"} if c.kind == "timestamp" else None
-        return {"name": c.name, "field_name": c.name, "pandas_type": pandas_type,
-                "numpy_type": numpy_type, "metadata": meta}  # fmt: skip
+        return {
+            "name": c.name,
+            "field_name": c.name,
+            "pandas_type": pandas_type,
+            "numpy_type": numpy_type,
+            "metadata": meta,
+        }
 
     return {
         "index_columns": [{"kind": "range", "name": None, "start": 0, "stop": 0, "step": 1}],

@@ -13,18 +13,32 @@ from tests.studies.factories import World, make_world
 
 # Per item (in position order): each annotator's labels, then the decision (or None).
 LABELS: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None, str]] = [
-    ({"screening": "relevant", "symptom": "hang", "fix": ["config"]},
-     {"screening": "relevant", "symptom": "hang", "fix": ["config"]},
-     {"screening": "relevant", "symptom": "hang", "fix": ["config"]}, "unanimous"),
-    ({"screening": "relevant", "symptom": "oom", "fix": ["version", "config"]},
-     {"screening": "relevant", "symptom": "crash", "fix": ["version"]},
-     {"screening": "relevant", "symptom": "oom", "fix": ["version", "config"]}, "adjudicated"),
-    ({"screening": "relevant", "symptom": "slow", "fix": []},
-     {"screening": "relevant", "symptom": "slow", "fix": ["version"]},
-     {"screening": "relevant", "symptom": "slow", "fix": ["version"]}, "adjudicated"),
-    ({"screening": "not-a-bug"}, {"screening": "not-a-bug"}, {"screening": "not-a-bug"}, "unanimous"),
+    (
+        {"screening": "relevant", "symptom": "hang", "fix": ["config"]},
+        {"screening": "relevant", "symptom": "hang", "fix": ["config"]},
+        {"screening": "relevant", "symptom": "hang", "fix": ["config"]},
+        "unanimous",
+    ),
+    (
+        {"screening": "relevant", "symptom": "oom", "fix": ["version", "config"]},
+        {"screening": "relevant", "symptom": "crash", "fix": ["version"]},
+        {"screening": "relevant", "symptom": "oom", "fix": ["version", "config"]},
+        "adjudicated",
+    ),
+    (
+        {"screening": "relevant", "symptom": "slow", "fix": []},
+        {"screening": "relevant", "symptom": "slow", "fix": ["version"]},
+        {"screening": "relevant", "symptom": "slow", "fix": ["version"]},
+        "adjudicated",
+    ),
+    (
+        {"screening": "not-a-bug"},
+        {"screening": "not-a-bug"},
+        {"screening": "not-a-bug"},
+        "unanimous",
+    ),
     ({"screening": "relevant", "symptom": "hang"}, {"screening": "not-a-bug"}, None, ""),
-]  # fmt: skip
+]
 
 
 def exported_world() -> World:

@@ -31,9 +31,19 @@ def test_final_dataset_csv_has_one_row_per_item_with_levels_and_sets(world) -> N
     data, card = export(world)
     frame = pd.read_csv(io.BytesIO(data))
     assert list(frame.columns) == [
-        "item_id", "round", "repository", "number", "url", "title", "screening",
-        "symptom_l1", "symptom_l2", "fix", "decision_source", "decided_at",
-    ]  # fmt: skip
+        "item_id",
+        "round",
+        "repository",
+        "number",
+        "url",
+        "title",
+        "screening",
+        "symptom_l1",
+        "symptom_l2",
+        "fix",
+        "decision_source",
+        "decided_at",
+    ]
     assert len(frame) == 5
     hang = frame[frame["symptom_l2"] == "hang"].iloc[0]
     assert (hang["symptom_l1"], hang["fix"], hang["decision_source"]) == (
@@ -53,8 +63,11 @@ def test_final_dataset_csv_has_one_row_per_item_with_levels_and_sets(world) -> N
 @pytest.mark.parametrize("format", ["json", "jsonl", "parquet"])
 def test_every_format_reads_back_alike(world, format: str) -> None:  # type: ignore[no-untyped-def]
     data, _ = export(world, format)
-    reader = {"json": pd.read_json, "jsonl": lambda b: pd.read_json(b, lines=True),
-              "parquet": pd.read_parquet}[format]  # fmt: skip
+    reader = {
+        "json": pd.read_json,
+        "jsonl": lambda b: pd.read_json(b, lines=True),
+        "parquet": pd.read_parquet,
+    }[format]
     frame = reader(io.BytesIO(data))
     assert len(frame) == 5
     fixes = sorted(tuple(v) for v in frame["fix"] if v is not None and len(v))

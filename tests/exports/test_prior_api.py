@@ -45,8 +45,14 @@ def post(client: APIClient, url: str, mapping: dict[str, Any] | None = None) -> 
 
 
 def round1_mapping(**target: Any) -> dict[str, Any]:
-    return {"key_column": "Link", "sheet_to_annotator": RATERS, "column_to_facet": COLUMNS,
-            "final_sheet": "Final", "final_column_to_facet": FINAL_COLUMNS, **target}  # fmt: skip
+    return {
+        "key_column": "Link",
+        "sheet_to_annotator": RATERS,
+        "column_to_facet": COLUMNS,
+        "final_sheet": "Final",
+        "final_column_to_facet": FINAL_COLUMNS,
+        **target,
+    }
 
 
 def counts(study: Study) -> tuple[int, int, int, int]:
@@ -59,8 +65,13 @@ def counts(study: Study) -> tuple[int, int, int, int]:
 
 
 def written() -> tuple[int, ...]:
-    return (Study.objects.count(), Item.objects.count(), Annotation.objects.count(),
-            Decision.objects.count(), get_user_model().objects.count())  # fmt: skip
+    return (
+        Study.objects.count(),
+        Item.objects.count(),
+        Annotation.objects.count(),
+        Decision.objects.count(),
+        get_user_model().objects.count(),
+    )
 
 
 def test_inspect_lists_sheets_columns_rows_and_the_key_guess(owner):
@@ -88,8 +99,9 @@ def test_inspect_refuses_a_file_that_is_not_a_workbook(owner):
 
 def test_round1_through_the_api_creates_the_same_round_as_the_wizard(owner):
     version = sheet_codebook(owner)
-    response = post(api(owner), IMPORT, round1_mapping(study_name="TOSEM 2023",
-                                                       codebook_version=version.pk))  # fmt: skip
+    response = post(
+        api(owner), IMPORT, round1_mapping(study_name="TOSEM 2023", codebook_version=version.pk)
+    )
     assert response.status_code == 201, response.data
     study = Study.objects.get(pk=response.data["study"])
     assert study.name == "TOSEM 2023" and study.rounds.get().pk == response.data["round"]
@@ -99,8 +111,14 @@ def test_round1_through_the_api_creates_the_same_round_as_the_wizard(owner):
     assert sorted(body["placeholders"]) == ["rater1", "rater2"]
     # …the wizard's confirm step (tests/exports/test_views_and_api.py) calls this service with
     # the same mapping: the round it writes has the same rows.
-    wizard = import_prior_labels(path=ROUND1, mapping=MAPPING, choices={}, user=owner,
-                                 study_name="Wizard", codebook_version=version)  # fmt: skip
+    wizard = import_prior_labels(
+        path=ROUND1,
+        mapping=MAPPING,
+        choices={},
+        user=owner,
+        study_name="Wizard",
+        codebook_version=version,
+    )
     assert counts(study) == counts(wizard.study) == (107, 214, body["labels"], 107)
     assert body["labels"] == wizard.labels
 
@@ -108,16 +126,22 @@ def test_round1_through_the_api_creates_the_same_round_as_the_wizard(owner):
 def test_an_unmatched_value_is_named_and_nothing_is_written(owner):
     version = seed_like(owner)
     before = written()
-    mapping = {"key_column": "Link", "sheet_to_annotator": RATERS,
-               "column_to_facet": {"Leaf Category": "symptom"}, "study_name": "S",
-               "codebook_version": version.pk}  # fmt: skip
+    mapping = {
+        "key_column": "Link",
+        "sheet_to_annotator": RATERS,
+        "column_to_facet": {"Leaf Category": "symptom"},
+        "study_name": "S",
+        "codebook_version": version.pk,
+    }
     response = post(api(owner), IMPORT, mapping)
     assert response.status_code == 400
     assert "map, propose or ignore every unmatched value" in response.data["detail"]
     assert {"PENDING", "hang"} <= set(response.data["unmatched"]["symptom"])
     assert written() == before
-    values = {"symptom": {v: "" for v in response.data["unmatched"]["symptom"]}
-              | {"hang": "hang-timeout", "PENDING": PROPOSE}}  # fmt: skip
+    values = {
+        "symptom": {v: "" for v in response.data["unmatched"]["symptom"]}
+        | {"hang": "hang-timeout", "PENDING": PROPOSE}
+    }
     done = post(api(owner), IMPORT, {**mapping, "values": values})
     assert done.status_code == 201, done.data
     assert done.data["proposals"] == 1 and done.data["items"] == 107
@@ -130,8 +154,11 @@ def test_a_bad_mapping_or_target_is_refused(owner):
     assert no_target.status_code == 400 and "mapping" in no_target.data
     no_key = post(client, IMPORT, {"sheet_to_annotator": RATERS})
     assert no_key.status_code == 400 and "key_column" in no_key.data["mapping"]
-    unknown_user = post(client, IMPORT, round1_mapping(
-        study_name="S", codebook_version=version.pk, users={"label1": "nobody"}))  # fmt: skip
+    unknown_user = post(
+        client,
+        IMPORT,
+        round1_mapping(study_name="S", codebook_version=version.pk, users={"label1": "nobody"}),
+    )
     assert unknown_user.status_code == 400 and "nobody" in str(unknown_user.data)
     with ROUND1.open("rb") as workbook:
         no_mapping = client.post(IMPORT, {"file": workbook}, format="multipart")
@@ -143,9 +170,13 @@ def test_a_bad_mapping_or_target_is_refused(owner):
 def test_only_an_owner_imports_into_an_existing_study(owner, role):
     version = sheet_codebook(owner)
     study = import_prior_labels(
-        path=ROUND1, mapping=MAPPING, choices={}, user=owner, study_name="T",
+        path=ROUND1,
+        mapping=MAPPING,
+        choices={},
+        user=owner,
+        study_name="T",
         codebook_version=version,
-    ).study  # fmt: skip
+    ).study
     person = UserFactory(username="someone")
     if role != "outsider":
         add_member(study=study, user=person, role=role)

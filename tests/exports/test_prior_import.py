@@ -31,9 +31,12 @@ from tests.exports.test_spreadsheets import COLUMNS, FINAL_COLUMNS, RATERS, ROUN
 from tests.factories import UserFactory
 
 MAPPING = PriorMapping(
-    key_column="Link", sheet_to_annotator=RATERS, column_to_facet=COLUMNS, final_sheet="Final",
+    key_column="Link",
+    sheet_to_annotator=RATERS,
+    column_to_facet=COLUMNS,
+    final_sheet="Final",
     final_column_to_facet=FINAL_COLUMNS,
-)  # fmt: skip
+)
 FACET_OF = {column: facet for column, facet in COLUMNS.items()}
 
 
@@ -66,9 +69,13 @@ def test_round1_imports_and_its_kappa_matches_the_sheets(owner) -> None:  # type
     review = review_prior_labels(path=ROUND1, mapping=MAPPING, version=version)
     assert all(not m.unmatched for m in review.matchings.values())
     result = import_prior_labels(
-        path=ROUND1, mapping=MAPPING, choices={}, user=owner, study_name="TOSEM 2023",
+        path=ROUND1,
+        mapping=MAPPING,
+        choices={},
+        user=owner,
+        study_name="TOSEM 2023",
         codebook_version=version,
-    )  # fmt: skip
+    )
     assert (result.items, result.annotations, result.decisions) == (107, 214, 107)
     assert sorted(result.placeholders) == ["rater1", "rater2"]
     placeholders = get_user_model().objects.filter(username__in=["rater1", "rater2"])
@@ -95,8 +102,9 @@ def test_round1_imports_and_its_kappa_matches_the_sheets(owner) -> None:  # type
 
 
 def small_mapping() -> PriorMapping:
-    return PriorMapping(key_column="Link", sheet_to_annotator=RATERS,
-                        column_to_facet={"Leaf Category": "symptom"})  # fmt: skip
+    return PriorMapping(
+        key_column="Link", sheet_to_annotator=RATERS, column_to_facet={"Leaf Category": "symptom"}
+    )
 
 
 def seed_like(owner):  # type: ignore[no-untyped-def]
@@ -104,10 +112,18 @@ def seed_like(owner):  # type: ignore[no-untyped-def]
         "format": "annotator-codebook/1",
         "codebook": {"name": "Seedish", "slug": "seedish", "description": ""},
         "version": {"changelog": "x"},
-        "facets": [{"key": "symptom", "name": "Symptom", "kind": "single", "categories": [
-            {"code": "hang-timeout", "name": "Hang & timeout", "definition": "d"},
-            {"code": "crash", "name": "Crash", "definition": "d"}]}],
-    }  # fmt: skip
+        "facets": [
+            {
+                "key": "symptom",
+                "name": "Symptom",
+                "kind": "single",
+                "categories": [
+                    {"code": "hang-timeout", "name": "Hang & timeout", "definition": "d"},
+                    {"code": "crash", "name": "Crash", "definition": "d"},
+                ],
+            }
+        ],
+    }
     return import_codebook(data=json.dumps(document), fmt="json", publish=True, user=owner)
 
 
@@ -118,8 +134,14 @@ def test_unmatched_values_must_be_mapped_and_nothing_is_written_until_then(owner
     assert "PENDING" in unmatched and "hang" in unmatched
     counts = (Item.objects.count(), Annotation.objects.count(), get_user_model().objects.count())
     with pytest.raises(PriorImportError, match="map, propose or ignore every unmatched value"):
-        import_prior_labels(path=ROUND1, mapping=small_mapping(), choices={}, user=owner,
-                            study_name="S", codebook_version=version)  # fmt: skip
+        import_prior_labels(
+            path=ROUND1,
+            mapping=small_mapping(),
+            choices={},
+            user=owner,
+            study_name="S",
+            codebook_version=version,
+        )
     assert (
         Item.objects.count(),
         Annotation.objects.count(),
@@ -128,8 +150,14 @@ def test_unmatched_values_must_be_mapped_and_nothing_is_written_until_then(owner
     choices = {
         "symptom": {v: IGNORE for v in unmatched} | {"hang": "hang-timeout", "PENDING": PROPOSE}
     }
-    result = import_prior_labels(path=ROUND1, mapping=small_mapping(), choices=choices, user=owner,
-                                 study_name="S", codebook_version=version)  # fmt: skip
+    result = import_prior_labels(
+        path=ROUND1,
+        mapping=small_mapping(),
+        choices=choices,
+        user=owner,
+        study_name="S",
+        codebook_version=version,
+    )
     assert result.proposals == 1 and Proposal.objects.get().name == "PENDING"
     # "hang" now counts as hang-timeout beside the spellings that matched by name.
     matched = review.labels.values("symptom")
@@ -147,15 +175,27 @@ def test_unmatched_values_must_be_mapped_and_nothing_is_written_until_then(owner
 def test_a_mapping_to_no_such_category_is_refused(owner) -> None:  # type: ignore[no-untyped-def]
     version = seed_like(owner)
     with pytest.raises(PriorImportError, match=r"facet 'symptom' has no categories \['nope'\]"):
-        import_prior_labels(path=ROUND1, mapping=small_mapping(), choices={"symptom": {"hang": "nope"}},
-                            user=owner, study_name="S", codebook_version=version)  # fmt: skip
+        import_prior_labels(
+            path=ROUND1,
+            mapping=small_mapping(),
+            choices={"symptom": {"hang": "nope"}},
+            user=owner,
+            study_name="S",
+            codebook_version=version,
+        )
     assert not Item.objects.exists()
 
 
 def test_importing_the_same_round_twice_into_a_study_is_refused(owner) -> None:  # type: ignore[no-untyped-def]
     version = sheet_codebook(owner)
-    first = import_prior_labels(path=ROUND1, mapping=MAPPING, choices={}, user=owner,
-                                study_name="T", codebook_version=version)  # fmt: skip
+    first = import_prior_labels(
+        path=ROUND1,
+        mapping=MAPPING,
+        choices={},
+        user=owner,
+        study_name="T",
+        codebook_version=version,
+    )
     before = Item.objects.count()
     with pytest.raises(PriorImportError, match="already in this study"):
         import_prior_labels(path=ROUND1, mapping=MAPPING, choices={}, user=owner, study=first.study)
@@ -168,9 +208,18 @@ def test_a_key_that_is_not_an_issue_url_is_refused(owner, tmp_path: Path) -> Non
     path = workbook(
         tmp_path / "w.xlsx", {"label1": [["Link", "Leaf Category"], ["row one", "Crash"]]}
     )
-    mapping = PriorMapping(key_column="Link", sheet_to_annotator={"label1": "a"},
-                           column_to_facet={"Leaf Category": "symptom"})  # fmt: skip
+    mapping = PriorMapping(
+        key_column="Link",
+        sheet_to_annotator={"label1": "a"},
+        column_to_facet={"Leaf Category": "symptom"},
+    )
     with pytest.raises(PriorImportError, match="key 'row one' is not an issue URL"):
-        import_prior_labels(path=path, mapping=mapping, choices={}, user=owner, study_name="S",
-                            codebook_version=seed_like(owner))  # fmt: skip
+        import_prior_labels(
+            path=path,
+            mapping=mapping,
+            choices={},
+            user=owner,
+            study_name="S",
+            codebook_version=seed_like(owner),
+        )
     assert not Item.objects.exists()

@@ -30,9 +30,10 @@ def api_schema(owner_token):  # type: ignore[no-untyped-def]
     request_started.disconnect(close_old_connections)
     request_finished.disconnect(close_old_connections)
     yield schemathesis.openapi.from_wsgi(
-        "/api/schema/?format=json", get_wsgi_application(),
+        "/api/schema/?format=json",
+        get_wsgi_application(),
         headers={"Authorization": f"Token {owner_token}"},
-    )  # fmt: skip
+    )
     request_started.connect(close_old_connections)
     request_finished.connect(close_old_connections)
 
@@ -45,8 +46,13 @@ def test_no_server_errors(api_schema, owner_token) -> None:  # type: ignore[no-u
     for operation in operations:
 
         @given(case=operation.as_strategy())
-        @settings(max_examples=10, deadline=None, derandomize=True, database=None,
-                  suppress_health_check=list(HealthCheck))  # fmt: skip
+        @settings(
+            max_examples=10,
+            deadline=None,
+            derandomize=True,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
         def check(case) -> None:  # type: ignore[no-untyped-def]
             # DELETE /api/tokens/{id}/ may revoke the very token of this run: un-revoke it, so
             # every later operation is still called as the owner.

@@ -45,9 +45,14 @@ RATERS = {"label1": "rater1", "label2": "rater2"}
 
 def read_round1(**options: Any) -> spreadsheets.PriorLabels:
     return read_rounds(
-        ROUND1, key_column="Link", sheet_to_annotator=RATERS, column_to_facet=COLUMNS,
-        final_sheet="Final", final_column_to_facet=FINAL_COLUMNS, **options,
-    )  # fmt: skip
+        ROUND1,
+        key_column="Link",
+        sheet_to_annotator=RATERS,
+        column_to_facet=COLUMNS,
+        final_sheet="Final",
+        final_column_to_facet=FINAL_COLUMNS,
+        **options,
+    )
 
 
 def seed_categories() -> dict[str, dict[str, list[str]]]:
@@ -64,13 +69,23 @@ def test_inspect_round1_shows_sheets_columns_key_and_its_problems() -> None:
     assert [s.name for s in info.sheets] == ["label1", "label2", "Final"]
     label1 = info.sheet("label1")
     assert label1.columns == (
-        "Link", "Issue Type", "How-to topic", "How-to sub-topic", "Distributed-specified", "Stage",
-        "Type", "Leaf Category", "Fix Pattern", "Memo",
-    )  # fmt: skip
+        "Link",
+        "Issue Type",
+        "How-to topic",
+        "How-to sub-topic",
+        "Distributed-specified",
+        "Stage",
+        "Type",
+        "Leaf Category",
+        "Fix Pattern",
+        "Memo",
+    )
     assert info.sheet("Final").columns[5] == "Stage Final"
     assert [(s.rows, s.key_column, s.blank_keys) for s in info.sheets] == [
-        (111, "Link", (20, 21)), (110, "Link", (16,)), (111, "Link", (16, 101)),
-    ]  # fmt: skip
+        (111, "Link", (20, 21)),
+        (110, "Link", (16,)),
+        (111, "Link", (16, 101)),
+    ]
     assert all(s.duplicate_keys == (URL_656,) for s in info.sheets)
 
 
@@ -91,14 +106,27 @@ def test_round1_reads_107_keyed_items_per_sheet_when_skipping_bad_rows() -> None
     assert labels.final is not None and len(labels.final) == 107
     assert URL_656 not in labels.annotators["rater1"]
     skipped = {(s.sheet, s.row) for s in labels.skipped}
-    assert skipped == {("label1", 20), ("label1", 21), ("label1", 50), ("label1", 51),
-                       ("label2", 16), ("label2", 49), ("label2", 50),
-                       ("Final", 16), ("Final", 101), ("Final", 49), ("Final", 50)}  # fmt: skip
+    assert skipped == {
+        ("label1", 20),
+        ("label1", 21),
+        ("label1", 50),
+        ("label1", 51),
+        ("label2", 16),
+        ("label2", 49),
+        ("label2", 50),
+        ("Final", 16),
+        ("Final", 101),
+        ("Final", 49),
+        ("Final", 50),
+    }
     item = "https://github.com/horovod/horovod/issues/111"
     assert labels.annotators["rater1"][item] == {
-        "screening": ["fault"], "distributed": ["1"], "stage": ["Communication setup"],
-        "symptom": ["Hang & Timeout"], "fix-pattern": ["fix dependency version"],
-    }  # fmt: skip
+        "screening": ["fault"],
+        "distributed": ["1"],
+        "stage": ["Communication setup"],
+        "symptom": ["Hang & Timeout"],
+        "fix-pattern": ["fix dependency version"],
+    }
     assert labels.annotators["rater2"][item]["symptom"] == ["hang and timeout"]
     # Multi-valued cells are split on the spaced separators only.
     finals = [v for row in labels.final.values() for v in row["fix-pattern"]]
@@ -275,8 +303,10 @@ def workbook(path: Path, sheets: dict[str, list[list[Any]]]) -> Path:
 
 def read_small(path: Path, **options: Any) -> spreadsheets.PriorLabels:
     arguments: dict[str, Any] = {
-        "key_column": "Link", "sheet_to_annotator": {"label1": "a"}, "column_to_facet": {"Stage": "stage"},
-    }  # fmt: skip
+        "key_column": "Link",
+        "sheet_to_annotator": {"label1": "a"},
+        "column_to_facet": {"Stage": "stage"},
+    }
     return read_rounds(path, **(arguments | options))
 
 
@@ -292,9 +322,10 @@ def test_a_small_good_workbook_reads(tmp_path: Path) -> None:
 
 def test_duplicate_keys_name_both_rows(tmp_path: Path) -> None:
     path = workbook(tmp_path / "w.xlsx", {"label1": [*GOOD, ["https://x/1", "setup"]]})
-    with pytest.raises(SpreadsheetError, match=re.escape(
-        "sheet 'label1', row 4, column 'Link': repeats key 'https://x/1' of row 2"
-    )):  # fmt: skip
+    with pytest.raises(
+        SpreadsheetError,
+        match=re.escape("sheet 'label1', row 4, column 'Link': repeats key 'https://x/1' of row 2"),
+    ):
         read_small(path)
     labels = read_small(path, skip_bad_rows=True)
     assert list(labels.annotators["a"]) == ["https://x/2"]

@@ -50,8 +50,10 @@ def test_owner_exports_and_downloads_through_the_pages(client, world) -> None:  
 
 def test_a_bad_filter_is_shown_on_the_form(client, world) -> None:  # type: ignore[no-untyped-def]
     client.force_login(world.owner)
-    response = client.post(reverse("exports:start", args=[world.study.pk]),
-                           {"format": "csv", "table": "final", "repository": "no/such"})  # fmt: skip
+    response = client.post(
+        reverse("exports:start", args=[world.study.pk]),
+        {"format": "csv", "table": "final", "repository": "no/such"},
+    )
     assert response.status_code == 400 and b"no repository" in response.content
     assert not ExportJob.objects.exists()
 
@@ -59,11 +61,13 @@ def test_a_bad_filter_is_shown_on_the_form(client, world) -> None:  # type: igno
 def test_annotators_and_strangers_get_404_everywhere(client, world) -> None:  # type: ignore[no-untyped-def]
     job = ExportJob.objects.create(study=world.study, format="csv")
     urls = [
-        reverse("exports:start", args=[world.study.pk]), job.get_absolute_url(),
-        reverse("exports:download", args=[job.pk]), reverse("exports:card", args=[job.pk]),
+        reverse("exports:start", args=[world.study.pk]),
+        job.get_absolute_url(),
+        reverse("exports:download", args=[job.pk]),
+        reverse("exports:card", args=[job.pk]),
         reverse("exports:analysis", args=[world.study.pk]),
         reverse("exports:analysis_issues", args=[world.study.pk]),
-    ]  # fmt: skip
+    ]
     for person in (world.annotators[0], UserFactory(username="stranger")):
         client.force_login(person)
         assert [client.get(url).status_code for url in urls] == [404] * len(urls)
@@ -71,8 +75,12 @@ def test_annotators_and_strangers_get_404_everywhere(client, world) -> None:  # 
         api.credentials(
             HTTP_AUTHORIZATION=f"Token {create_api_token(user=person, name='tests')[1]}"
         )
-        for url in (f"/api/studies/{world.study.pk}/exports/", f"/api/exports/{job.pk}/",
-                    f"/api/exports/{job.pk}/download/", f"/api/studies/{world.study.pk}/analysis/"):  # fmt: skip
+        for url in (
+            f"/api/studies/{world.study.pk}/exports/",
+            f"/api/exports/{job.pk}/",
+            f"/api/exports/{job.pk}/download/",
+            f"/api/studies/{world.study.pk}/analysis/",
+        ):
             assert api.get(url).status_code == 404, url
 
 
@@ -97,8 +105,11 @@ def test_adjudicator_sees_the_analysis_with_links_csv_and_flow(client, world) ->
     csv = client.get(url, {"download": "cross-symptom-fix"})
     assert csv["Content-Type"].startswith("text/csv")
     assert csv.content.decode().splitlines() == [
-        "symptom,version,config", "failure,1,2", "slow,1,0", "other,0,0",
-    ]  # fmt: skip
+        "symptom,version,config",
+        "failure,1,2",
+        "slow,1,0",
+        "other,0,0",
+    ]
     listed = client.get(issues, {"label": ["symptom:failure", "fix:config"]})
     assert listed.content.decode().count("data-row-link") == 2
 
@@ -137,8 +148,10 @@ def test_the_wizard_imports_round1_and_writes_nothing_before_confirming(
     version = sheet_codebook(owner)
     client.force_login(owner)
     with ROUND1.open("rb") as workbook:
-        response = client.post(reverse("exports:prior_upload"), {
-            "file": workbook, "study_name": "TOSEM 2023", "codebook_version": version.pk})  # fmt: skip
+        response = client.post(
+            reverse("exports:prior_upload"),
+            {"file": workbook, "study_name": "TOSEM 2023", "codebook_version": version.pk},
+        )
     assert response.status_code == 302, response.content.decode()[-2000:]
     map_url = response["Location"]
     form = client.get(map_url).context["form"]
@@ -146,11 +159,17 @@ def test_the_wizard_imports_round1_and_writes_nothing_before_confirming(
     # The guesses: key column Link, label1/label2 annotators, Final the final sheet; the
     # facet columns are named after facet keys only in part, so map them as the test does.
     for i, column in enumerate(form.columns):
-        data[f"column_{i}"] = {"Issue Type": "screening", "Distributed-specified": "distributed",
-                               "Distributed-specified Final": "distributed", "Stage": "stage",
-                               "Stage Final": "stage", "Leaf Category": "symptom",
-                               "Leaf Category Final": "symptom", "Fix Pattern": "fix-pattern",
-                               "Fix Pattern Final": "fix-pattern"}.get(column, "")  # fmt: skip
+        data[f"column_{i}"] = {
+            "Issue Type": "screening",
+            "Distributed-specified": "distributed",
+            "Distributed-specified Final": "distributed",
+            "Stage": "stage",
+            "Stage Final": "stage",
+            "Leaf Category": "symptom",
+            "Leaf Category Final": "symptom",
+            "Fix Pattern": "fix-pattern",
+            "Fix Pattern Final": "fix-pattern",
+        }.get(column, "")
     response = client.post(map_url, data)
     assert response.status_code == 302, response.content.decode()[-3000:]
     review = client.get(response["Location"])

@@ -75,13 +75,31 @@ ROWS = [final_row(i) for i in range(1, 13)]
 def test_final_dataset_columns_follow_the_facet_shapes() -> None:
     names = [c.name for c in FINAL]
     assert names == [
-        "item_id", "round", "repository", "number", "url", "title", "screening", "stage",
-        "symptom_l1", "symptom_l2", "root_cause", "fix_pattern", "decision_source", "decided_at",
-    ]  # fmt: skip
+        "item_id",
+        "round",
+        "repository",
+        "number",
+        "url",
+        "title",
+        "screening",
+        "stage",
+        "symptom_l1",
+        "symptom_l2",
+        "root_cause",
+        "fix_pattern",
+        "decision_source",
+        "decided_at",
+    ]
     assert {c.name: c.kind for c in FINAL}["fix_pattern"] == "list"
     assert [c.name for c in LONG_TABLE_COLUMNS][5:] == [
-        "facet", "annotator", "category", "category_l1", "codebook_version", "submitted_at", "seconds_spent",
-    ]  # fmt: skip
+        "facet",
+        "annotator",
+        "category",
+        "category_l1",
+        "codebook_version",
+        "submitted_at",
+        "seconds_spent",
+    ]
 
 
 def expected_frame() -> pd.DataFrame:
@@ -270,11 +288,19 @@ class CountingSink(io.RawIOBase):
 def long_rows(n: int) -> Iterator[dict[str, Any]]:
     for i in range(n):
         yield {
-            "item_id": i // 8, "round": 1, "repository": "hpcaitech/ColossalAI", "number": i // 8,
-            "url": f"https://github.com/hpcaitech/ColossalAI/issues/{i // 8}", "facet": "symptom",
-            "annotator": ("alice", "bob")[i % 2], "category": "hang-timeout", "category_l1": "program-failure",
-            "codebook_version": 1, "submitted_at": T0 + timedelta(seconds=i), "seconds_spent": i % 300,
-        }  # fmt: skip
+            "item_id": i // 8,
+            "round": 1,
+            "repository": "hpcaitech/ColossalAI",
+            "number": i // 8,
+            "url": f"https://github.com/hpcaitech/ColossalAI/issues/{i // 8}",
+            "facet": "symptom",
+            "annotator": ("alice", "bob")[i % 2],
+            "category": "hang-timeout",
+            "category_l1": "program-failure",
+            "codebook_version": 1,
+            "submitted_at": T0 + timedelta(seconds=i),
+            "seconds_spent": i % 300,
+        }
 
 
 def peak_while_writing(writer: Callable[..., int], rows: int) -> tuple[int, CountingSink]:

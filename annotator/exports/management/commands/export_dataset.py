@@ -41,9 +41,12 @@ class Command(BaseCommand):
         try:
             with partial.open("wb") as stream:
                 result = export_dataset(
-                    study=study, format=options["format"], out=stream, table=options["table"],
+                    study=study,
+                    format=options["format"],
+                    out=stream,
+                    table=options["table"],
                     filters={k: v for k, v in filters.items() if v is not None},
-                )  # fmt: skip
+                )
         except (ExportFilterError, ValueError) as error:
             raise CommandError(str(error)) from None
         finally:
