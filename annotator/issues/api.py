@@ -25,10 +25,23 @@ class IssueOutput(serializers.ModelSerializer):
     class Meta:
         model = Issue
         fields = [
-            "id", "repository", "number", "github_id", "title", "state", "state_reason",
-            "labels", "author", "created_at", "updated_at", "closed_at", "is_pull_request",
-            "html_url", "comments_count", "content_hash",
-        ]  # fmt: skip
+            "id",
+            "repository",
+            "number",
+            "github_id",
+            "title",
+            "state",
+            "state_reason",
+            "labels",
+            "author",
+            "created_at",
+            "updated_at",
+            "closed_at",
+            "is_pull_request",
+            "html_url",
+            "comments_count",
+            "content_hash",
+        ]
 
 
 class CommentOutput(serializers.ModelSerializer):
@@ -50,10 +63,24 @@ class ImportJobOutput(serializers.ModelSerializer):
     class Meta:
         model = ImportJob
         fields = [
-            "id", "status", "original_name", "format", "repository", "size_bytes", "bytes_read",
-            "records_read", "percent", "created", "updated", "unchanged", "skipped", "error",
-            "created_at", "started_at", "finished_at",
-        ]  # fmt: skip
+            "id",
+            "status",
+            "original_name",
+            "format",
+            "repository",
+            "size_bytes",
+            "bytes_read",
+            "records_read",
+            "percent",
+            "created",
+            "updated",
+            "unchanged",
+            "skipped",
+            "error",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
 
 
 class ImportJobInput(serializers.Serializer):
@@ -120,12 +147,32 @@ class SyncJobOutput(serializers.ModelSerializer):
     class Meta:
         model = SyncJob
         fields = [
-            "id", "status", "repository_name", "since", "periodic", "phase", "phase_page",
-            "phase_pages", "percent", "pages", "not_modified", "issues_created",
-            "issues_updated", "issues_unchanged", "comments_created", "comments_updated",
-            "comments_unchanged", "skipped", "waits", "waited_seconds", "message", "error",
-            "created_at", "started_at", "finished_at",
-        ]  # fmt: skip
+            "id",
+            "status",
+            "repository_name",
+            "since",
+            "periodic",
+            "phase",
+            "phase_page",
+            "phase_pages",
+            "percent",
+            "pages",
+            "not_modified",
+            "issues_created",
+            "issues_updated",
+            "issues_unchanged",
+            "comments_created",
+            "comments_updated",
+            "comments_unchanged",
+            "skipped",
+            "waits",
+            "waited_seconds",
+            "message",
+            "error",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
 
 
 class SyncJobInput(serializers.Serializer):

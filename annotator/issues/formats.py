@@ -44,7 +44,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, BinaryIO, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 import ijson
 
@@ -146,12 +146,18 @@ def _sha256(value: object) -> str:
 
 
 # --- reading ----------------------------------------------------------------------------------
+class ByteSource(Protocol):
+    """What is read of the input: a file opened "rb", an upload, a byte-counting wrapper."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
 class _CheckedReader(io.RawIOBase):
     """The source stream with the size limit and UTF-8 checked before any parser sees a byte,
     so every format reports those two faults alike, with the byte offset (ijson's own UTF-8
     error has none)."""
 
-    def __init__(self, source: BinaryIO, max_bytes: int | None) -> None:
+    def __init__(self, source: ByteSource, max_bytes: int | None) -> None:
         self._source, self._max_bytes = source, max_bytes
         self._decoder = codecs.getincrementaldecoder("utf-8")()
         self._bytes_read = 0
@@ -192,7 +198,7 @@ class _CheckedReader(io.RawIOBase):
 _Reader: TypeAlias = "io.BufferedReader[_CheckedReader]"
 
 
-def _open(stream: BinaryIO, max_bytes: int | None) -> tuple[_Reader, bytes]:
+def _open(stream: ByteSource, max_bytes: int | None) -> tuple[_Reader, bytes]:
     """The stream buffered for peeking (no seek needed) and its head, past any BOM."""
     reader = io.BufferedReader(_CheckedReader(stream, max_bytes), buffer_size=_HEAD_SIZE)
     head = reader.peek(_HEAD_SIZE)[:_HEAD_SIZE]
@@ -260,7 +266,7 @@ def _kind(obj: Any, previous: str, format: str) -> str:
 
 # --- entry point ------------------------------------------------------------------------------
 def iter_records(
-    stream: BinaryIO,
+    stream: ByteSource,
     *,
     format: str = "auto",
     filename: str = "",

@@ -1,4 +1,5 @@
 from django import forms
+from django.core.files.uploadedfile import UploadedFile
 
 from annotator.upload_handling import UploadRefused, accept_upload
 
@@ -20,7 +21,7 @@ class ImportForm(forms.Form):
         error_messages={"invalid": "Give the repository as OWNER/NAME."},
     )
 
-    def clean_file(self):  # type: ignore[no-untyped-def]
+    def clean_file(self) -> UploadedFile:
         uploaded = self.cleaned_data["file"]
         try:
             accept_upload(uploaded, "issues")  # size, name and every byte: annotator/uploads.py

@@ -67,7 +67,7 @@ def import_issues(
         check_repository_name(repository, "--repo")
     reader = CountingReader(stream)
     records = iter_records(
-        reader,  # type: ignore[arg-type]
+        reader,
         format=format,
         filename=filename,
         max_bytes=max_bytes or settings.IMPORT_MAX_BYTES,

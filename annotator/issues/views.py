@@ -5,6 +5,7 @@ from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
+from django_htmx.middleware import HtmxDetails
 
 from annotator.dispatch import warn_if_waiting
 from annotator.job_pages import job_status_page
@@ -18,7 +19,11 @@ from .services import start_import_job
 PAGE_SIZE = 25
 
 
-def issue_list(request: HttpRequest) -> HttpResponse:
+class HtmxHttpRequest(HttpRequest):
+    htmx: HtmxDetails  # set by django_htmx's middleware
+
+
+def issue_list(request: HtmxHttpRequest) -> HttpResponse:
     filters = _filters(request)
     issues = Issue.objects.for_list().matching(filters)
     page = Paginator(issues, PAGE_SIZE).get_page(request.GET.get("page"))
@@ -30,7 +35,7 @@ def issue_list(request: HttpRequest) -> HttpResponse:
         "query_string": _query_string(request, drop="page"),
     }
     template = "issues/issue_list.html"
-    if getattr(request, "htmx", False) and request.htmx.target == "issue-results":  # type: ignore[attr-defined]
+    if request.htmx.target == "issue-results":
         template += "#issue-results"
     return render(request, template, context)
 

@@ -227,9 +227,15 @@ class _Handler(BaseHTTPRequestHandler):
         gh = self.github
         if rest == "":
             owner, name = gh.full_name.split("/")
-            body = {"id": gh.repo_id, "name": name, "full_name": gh.full_name,
-                    "owner": {"login": owner}, "html_url": f"https://github.com/{gh.full_name}",
-                    "private": False, "has_issues": True}  # fmt: skip
+            body = {
+                "id": gh.repo_id,
+                "name": name,
+                "full_name": gh.full_name,
+                "owner": {"login": owner},
+                "html_url": f"https://github.com/{gh.full_name}",
+                "private": False,
+                "has_issues": True,
+            }
             return 200, {}, body, 0
         if rest == "issues":
             rows = list(gh.issues.values())
@@ -268,9 +274,14 @@ class _Handler(BaseHTTPRequestHandler):
         )
         gh = self.github
         self.send_response(status)
-        base = {"x-ratelimit-limit": "5000", "x-ratelimit-remaining": str(max(0, 5000 - len(gh.served))),
-                "x-ratelimit-reset": str(int(time.time()) + 3600), "x-ratelimit-used": str(len(gh.served)),
-                "x-ratelimit-resource": "core", "Content-Type": "application/json; charset=utf-8"}  # fmt: skip
+        base = {
+            "x-ratelimit-limit": "5000",
+            "x-ratelimit-remaining": str(max(0, 5000 - len(gh.served))),
+            "x-ratelimit-reset": str(int(time.time()) + 3600),
+            "x-ratelimit-used": str(len(gh.served)),
+            "x-ratelimit-resource": "core",
+            "Content-Type": "application/json; charset=utf-8",
+        }
         for name, value in (base | headers).items():
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(data)))

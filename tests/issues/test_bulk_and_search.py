@@ -31,10 +31,15 @@ def test_awkward_text_survives_the_copy_exactly():
 def test_reimporting_an_issue_keeps_the_count_of_its_stored_comments():
     run([rest_issue(1, comments=0)])
     comments = [
-        {"id": n, "issue_url": "https://api.github.com/repos/hpcaitech/ColossalAI/issues/1",
-         "user": {"login": "a"}, "body": f"comment {n}", "created_at": "2023-01-05T00:00:00Z"}
+        {
+            "id": n,
+            "issue_url": "https://api.github.com/repos/hpcaitech/ColossalAI/issues/1",
+            "user": {"login": "a"},
+            "body": f"comment {n}",
+            "created_at": "2023-01-05T00:00:00Z",
+        }
         for n in range(3)
-    ]  # fmt: skip
+    ]
     run(comments)
 
     run([rest_issue(1, comments=1, title="edited")])

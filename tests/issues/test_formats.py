@@ -375,10 +375,18 @@ def test_content_hash_is_pinned_and_ignores_index_and_raw() -> None:
 
 @pytest.mark.parametrize(
     "change",
-    [{"title": "other"}, {"body": "other"}, {"labels": ["bug"]}, {"state": "closed"},
-     {"user": {"login": "z"}}, {"closed_at": "2022-01-01T00:00:00Z"}, {"comments": 3},
-     {"id": 2}, {"pull_request": {}}],
-)  # fmt: skip
+    [
+        {"title": "other"},
+        {"body": "other"},
+        {"labels": ["bug"]},
+        {"state": "closed"},
+        {"user": {"login": "z"}},
+        {"closed_at": "2022-01-01T00:00:00Z"},
+        {"comments": 3},
+        {"id": 2},
+        {"pull_request": {}},
+    ],
+)
 def test_content_hash_changes_with_any_field(change: dict[str, Any]) -> None:
     [record] = parse(array(rest_issue(5, id=1)))
     [changed] = parse(array(rest_issue(5, id=1) | change))
@@ -500,12 +508,36 @@ BAD_INPUT = [
     (b"\xef\xbb\xbf\n", "csv", "file is empty"),
     (b"hello", "github", "not valid JSON: expected an array starting with '[', got 'h'"),
     (b"hello", "gh", "not valid JSON: expected an array starting with '[', got 'h'"),
-    (TRUNCATED, "auto", "record 3: JSON is truncated: the file ends before this record is complete"),
-    (b"[" + json.dumps(rest_issue()).encode(), "github", "record 2: JSON is truncated: the file ends before this record is complete"),
-    (b'[{"number": 1, "title": "a"}, nope]', "github", "record 2: not valid JSON (lexical error: invalid string in json text.)"),
-    (array(rest_issue()) + b" []", "github", "not valid JSON: text after the end of the array (after record 1)"),
-    (b'{"items": [{"number": 1}]}', "github", "expected a JSON array at the top level, found an object"),
-    (b'{"items": [{"number": 1}]}', "gh", "expected a JSON array at the top level, found an object"),
+    (
+        TRUNCATED,
+        "auto",
+        "record 3: JSON is truncated: the file ends before this record is complete",
+    ),
+    (
+        b"[" + json.dumps(rest_issue()).encode(),
+        "github",
+        "record 2: JSON is truncated: the file ends before this record is complete",
+    ),
+    (
+        b'[{"number": 1, "title": "a"}, nope]',
+        "github",
+        "record 2: not valid JSON (lexical error: invalid string in json text.)",
+    ),
+    (
+        array(rest_issue()) + b" []",
+        "github",
+        "not valid JSON: text after the end of the array (after record 1)",
+    ),
+    (
+        b'{"items": [{"number": 1}]}',
+        "github",
+        "expected a JSON array at the top level, found an object",
+    ),
+    (
+        b'{"items": [{"number": 1}]}',
+        "gh",
+        "expected a JSON array at the top level, found an object",
+    ),
     (b"[1, 2]", "auto", "record 1: expected an object, got number 1"),
     (b'["x"]', "github", "record 1: expected an object, got string 'x'"),
     (b'[{"title": "\xff"}]', "auto", "not valid UTF-8 at byte 12"),
@@ -516,45 +548,141 @@ BAD_INPUT = [
     (b"[]", "xml", "unknown format 'xml'; expected auto, github, jsonl, gh, csv"),
     # number
     (array({"title": "t"}), "github", "record 1: field 'number': missing"),
-    (issue_with(number="12a"), "github", "record 1: field 'number': expected an integer, got string '12a'"),
-    (issue_with(number="12"), "github", "record 1 (number 12): field 'number': expected an integer, got string '12'"),
-    (issue_with(number=1.5), "github", "record 1: field 'number': expected an integer, got number 1.5"),
+    (
+        issue_with(number="12a"),
+        "github",
+        "record 1: field 'number': expected an integer, got string '12a'",
+    ),
+    (
+        issue_with(number="12"),
+        "github",
+        "record 1 (number 12): field 'number': expected an integer, got string '12'",
+    ),
+    (
+        issue_with(number=1.5),
+        "github",
+        "record 1: field 'number': expected an integer, got number 1.5",
+    ),
     (issue_with(number=True), "github", "record 1: field 'number': expected an integer, got true"),
-    (issue_with(number=None), "github", "record 1: field 'number': expected a positive integer, got null"),
-    (issue_with(number=0), "github", "record 1 (number 0): field 'number': expected a positive integer, got number 0"),
-    (array(gh_issue(number=False)), "gh", "record 1: field 'number': expected an integer, got false"),
+    (
+        issue_with(number=None),
+        "github",
+        "record 1: field 'number': expected a positive integer, got null",
+    ),
+    (
+        issue_with(number=0),
+        "github",
+        "record 1 (number 0): field 'number': expected a positive integer, got number 0",
+    ),
+    (
+        array(gh_issue(number=False)),
+        "gh",
+        "record 1: field 'number': expected an integer, got false",
+    ),
     # title
     (array({"number": 3}), "github", "record 1 (number 3): field 'title': missing"),
     (issue_with(title=None), "github", "record 1 (number 3): field 'title': missing"),
     (issue_with(title=""), "github", "record 1 (number 3): field 'title': empty"),
     (issue_with(title="  \n"), "github", "record 1 (number 3): field 'title': empty"),
-    (issue_with(title=5), "github", "record 1 (number 3): field 'title': expected a string, got number 5"),
+    (
+        issue_with(title=5),
+        "github",
+        "record 1 (number 3): field 'title': expected a string, got number 5",
+    ),
     # dates
-    (issue_with(created_at="2022-13-40"), "github", "record 1 (number 3): field 'created_at': invalid date '2022-13-40'"),
-    (issue_with(closed_at="yesterday"), "github", "record 1 (number 3): field 'closed_at': invalid date 'yesterday'"),
-    (issue_with(updated_at=20220101), "github", "record 1 (number 3): field 'updated_at': invalid date '20220101'"),
-    (array(gh_issue(3, createdAt="2022-02-30T00:00:00Z")), "gh", "record 1 (number 3): field 'createdAt': invalid date '2022-02-30T00:00:00Z'"),
+    (
+        issue_with(created_at="2022-13-40"),
+        "github",
+        "record 1 (number 3): field 'created_at': invalid date '2022-13-40'",
+    ),
+    (
+        issue_with(closed_at="yesterday"),
+        "github",
+        "record 1 (number 3): field 'closed_at': invalid date 'yesterday'",
+    ),
+    (
+        issue_with(updated_at=20220101),
+        "github",
+        "record 1 (number 3): field 'updated_at': invalid date '20220101'",
+    ),
+    (
+        array(gh_issue(3, createdAt="2022-02-30T00:00:00Z")),
+        "gh",
+        "record 1 (number 3): field 'createdAt': invalid date '2022-02-30T00:00:00Z'",
+    ),
     # other fields
-    (issue_with(labels="bug"), "github", "record 1 (number 3): field 'labels': expected a list, got string 'bug'"),
-    (issue_with(labels=["bug", 7]), "github", "record 1 (number 3): field 'labels': label 2 is number 7, not a name or an object with a 'name'"),
-    (issue_with(labels=[{"color": "red"}]), "github", "record 1 (number 3): field 'labels': label 1 is an object, not a name or an object with a 'name'"),
-    (issue_with(user="alice"), "github", "record 1 (number 3): field 'user': expected an object with a 'login', got string 'alice'"),
-    (issue_with(body=["x"]), "github", "record 1 (number 3): field 'body': expected a string, got an array"),
-    (issue_with(state="pending"), "github", "record 1 (number 3): field 'state': expected open or closed, got string 'pending'"),
-    (issue_with(id="abc"), "github", "record 1 (number 3): field 'id': expected an integer, got string 'abc'"),
+    (
+        issue_with(labels="bug"),
+        "github",
+        "record 1 (number 3): field 'labels': expected a list, got string 'bug'",
+    ),
+    (
+        issue_with(labels=["bug", 7]),
+        "github",
+        "record 1 (number 3): field 'labels': label 2 is number 7, not a name or an object with a 'name'",
+    ),
+    (
+        issue_with(labels=[{"color": "red"}]),
+        "github",
+        "record 1 (number 3): field 'labels': label 1 is an object, not a name or an object with a 'name'",
+    ),
+    (
+        issue_with(user="alice"),
+        "github",
+        "record 1 (number 3): field 'user': expected an object with a 'login', got string 'alice'",
+    ),
+    (
+        issue_with(body=["x"]),
+        "github",
+        "record 1 (number 3): field 'body': expected a string, got an array",
+    ),
+    (
+        issue_with(state="pending"),
+        "github",
+        "record 1 (number 3): field 'state': expected open or closed, got string 'pending'",
+    ),
+    (
+        issue_with(id="abc"),
+        "github",
+        "record 1 (number 3): field 'id': expected an integer, got string 'abc'",
+    ),
     # comments
     (array(rest_comment(issue_url=None)), "github", "record 1: field 'issue_url': missing"),
     (array(rest_comment(issue_url="")), "github", "record 1: field 'issue_url': missing"),
-    (array(rest_comment(issue_url=f"{API}/issues")), "github", f"record 1: field 'issue_url': no issue number in '{API}/issues'"),
-    (array(rest_comment(issue_url="see #5")), "github", "record 1: field 'issue_url': no issue number in 'see #5'"),
-    (array(rest_comment(1), {"user": {"login": "x"}, "body": "lost its issue_url"}), "github", "record 2: field 'issue_url': missing"),
-    (array(rest_comment(created_at="soon")), "github", "record 1: field 'created_at': invalid date 'soon'"),
+    (
+        array(rest_comment(issue_url=f"{API}/issues")),
+        "github",
+        f"record 1: field 'issue_url': no issue number in '{API}/issues'",
+    ),
+    (
+        array(rest_comment(issue_url="see #5")),
+        "github",
+        "record 1: field 'issue_url': no issue number in 'see #5'",
+    ),
+    (
+        array(rest_comment(1), {"user": {"login": "x"}, "body": "lost its issue_url"}),
+        "github",
+        "record 2: field 'issue_url': missing",
+    ),
+    (
+        array(rest_comment(created_at="soon")),
+        "github",
+        "record 1: field 'created_at': invalid date 'soon'",
+    ),
     # JSON Lines
-    (lines(rest_issue(1)) + b"\n{bad\n", "auto", "line 3: not valid JSON (Expecting property name enclosed in double quotes at column 2)"),
+    (
+        lines(rest_issue(1)) + b"\n{bad\n",
+        "auto",
+        "line 3: not valid JSON (Expecting property name enclosed in double quotes at column 2)",
+    ),
     (b'{"number": 1, "title": NaN}\n', "jsonl", "line 1: not valid JSON (NaN is not allowed)"),
     (lines(rest_issue(1), [1]), "jsonl", "line 2: expected an object, got an array"),
     (lines(rest_issue(1), {"title": "x"}), "jsonl", "line 2: field 'number': missing"),
-    (lines(rest_issue(1), rest_issue(2, labels="x")), "jsonl", "line 2 (number 2): field 'labels': expected a list, got string 'x'"),
+    (
+        lines(rest_issue(1), rest_issue(2, labels="x")),
+        "jsonl",
+        "line 2 (number 2): field 'labels': expected a list, got string 'x'",
+    ),
     # CSV
     (b"id,body\n1,x\n", "auto", "CSV is missing required columns: number, title"),
     (b"number,body\n1,x\n", "csv", "CSV is missing required columns: title"),
@@ -563,15 +691,39 @@ BAD_INPUT = [
     (b"number,title\n1.5,x\n", "csv", "record 1: field 'number': expected an integer, got '1.5'"),
     (b"number,title\n1,x\n,y\n", "csv", "record 2: field 'number': missing"),
     (b"number,title\n4, \n", "csv", "record 1 (number 4): field 'title': missing"),
-    (b"number,title,created_at\n4,x,2022-13-40\n", "csv", "record 1 (number 4): field 'created_at': invalid date '2022-13-40'"),
-    (b"number,title,is_pull_request\n4,x,maybe\n", "csv", "record 1 (number 4): field 'is_pull_request': expected true/false, 1/0 or yes/no, got 'maybe'"),
-    (b"number,title,repository\n4,x,widgets\n", "csv", "record 1 (number 4): field 'repository': expected owner/name, got 'widgets'"),
-    (b"number,title,comments_count\n4,x,many\n", "csv", "record 1 (number 4): field 'comments_count': expected an integer, got 'many'"),
-    (b"number,title,state\n4,x,done\n", "csv", "record 1 (number 4): field 'state': expected open or closed, got string 'done'"),
+    (
+        b"number,title,created_at\n4,x,2022-13-40\n",
+        "csv",
+        "record 1 (number 4): field 'created_at': invalid date '2022-13-40'",
+    ),
+    (
+        b"number,title,is_pull_request\n4,x,maybe\n",
+        "csv",
+        "record 1 (number 4): field 'is_pull_request': expected true/false, 1/0 or yes/no, got 'maybe'",
+    ),
+    (
+        b"number,title,repository\n4,x,widgets\n",
+        "csv",
+        "record 1 (number 4): field 'repository': expected owner/name, got 'widgets'",
+    ),
+    (
+        b"number,title,comments_count\n4,x,many\n",
+        "csv",
+        "record 1 (number 4): field 'comments_count': expected an integer, got 'many'",
+    ),
+    (
+        b"number,title,state\n4,x,done\n",
+        "csv",
+        "record 1 (number 4): field 'state': expected open or closed, got string 'done'",
+    ),
     (b"number,title\n1,x\n2,y,z\n", "csv", "record 2: row has 3 fields but the header has 2"),
-    (b'number,title\n1,"unclosed\n2,y\n', "csv", "record 1: not valid CSV (unexpected end of data)"),
+    (
+        b'number,title\n1,"unclosed\n2,y\n',
+        "csv",
+        "record 1: not valid CSV (unexpected end of data)",
+    ),
     (b'number,title\n1,"a"b\n', "csv", "record 1: not valid CSV (',' expected after '\"')"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("data", "format", "message"), BAD_INPUT)
@@ -629,8 +781,11 @@ def test_no_exception_but_import_format_error_escapes_from_cut_or_damaged_files(
     data: bytes,
 ) -> None:
     damaged = [data[:cut] for cut in range(len(data))]
-    damaged += [data[:at] + bytes([byte]) + data[at + 1 :] for at in range(0, len(data), 7)
-                for byte in (0x00, 0x22, 0x2C, 0x5D, 0x7B, 0xFF)]  # fmt: skip
+    damaged += [
+        data[:at] + bytes([byte]) + data[at + 1 :]
+        for at in range(0, len(data), 7)
+        for byte in (0x00, 0x22, 0x2C, 0x5D, 0x7B, 0xFF)
+    ]
     for variant in damaged:
         with contextlib.suppress(ImportFormatError):
             list(iter_records(io.BytesIO(variant)))

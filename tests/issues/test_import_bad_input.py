@@ -25,22 +25,76 @@ BAD_INPUTS = [
     ("empty", b"", "auto", r"empty"),
     ("whitespace", b"   \n\t ", "auto", r"empty"),
     ("not json", b"this is not json", "github", r"not valid JSON"),
-    ("truncated", TRUNCATED, "auto", r"(?i)(truncated|incomplete).*record 3|record 3.*(truncated|incomplete)"),
+    (
+        "truncated",
+        TRUNCATED,
+        "auto",
+        r"(?i)(truncated|incomplete).*record 3|record 3.*(truncated|incomplete)",
+    ),
     ("object not array", json.dumps({"items": GOOD}).encode(), "github", r"(?i)array"),
     ("array of numbers", b"[1, 2]", "github", r"record 1.*object"),
-    ("no number", json.dumps([rest_issue(1), {k: v for k, v in rest_issue(2).items() if k != "number"}]).encode(), "auto", r"record 2.*'number'.*missing"),
-    ("number not integer", json.dumps([{**rest_issue(1), "number": "12a"}]).encode(), "auto", r"record 1.*'number'"),
-    ("number is float", json.dumps([{**rest_issue(1), "number": 1.5}]).encode(), "auto", r"record 1.*'number'"),
-    ("number is bool", json.dumps([{**rest_issue(1), "number": True}]).encode(), "auto", r"record 1.*'number'"),
-    ("conflicting duplicate", json.dumps([rest_issue(1), rest_issue(1, title="x")]).encode(), "auto", r"record 2 \(number 1\).*'number'"),
-    ("invalid date", json.dumps([rest_issue(1), rest_issue(2, created_at="2022-13-40")]).encode(), "auto", r"record 2.*'created_at'.*2022-13-40"),
+    (
+        "no number",
+        json.dumps(
+            [rest_issue(1), {k: v for k, v in rest_issue(2).items() if k != "number"}]
+        ).encode(),
+        "auto",
+        r"record 2.*'number'.*missing",
+    ),
+    (
+        "number not integer",
+        json.dumps([{**rest_issue(1), "number": "12a"}]).encode(),
+        "auto",
+        r"record 1.*'number'",
+    ),
+    (
+        "number is float",
+        json.dumps([{**rest_issue(1), "number": 1.5}]).encode(),
+        "auto",
+        r"record 1.*'number'",
+    ),
+    (
+        "number is bool",
+        json.dumps([{**rest_issue(1), "number": True}]).encode(),
+        "auto",
+        r"record 1.*'number'",
+    ),
+    (
+        "conflicting duplicate",
+        json.dumps([rest_issue(1), rest_issue(1, title="x")]).encode(),
+        "auto",
+        r"record 2 \(number 1\).*'number'",
+    ),
+    (
+        "invalid date",
+        json.dumps([rest_issue(1), rest_issue(2, created_at="2022-13-40")]).encode(),
+        "auto",
+        r"record 2.*'created_at'.*2022-13-40",
+    ),
     ("invalid utf-8", b'[{"number": 1, "title": "caf\xe9", "state": "open"}]', "auto", r"UTF-8"),
-    ("nul character", json.dumps([rest_issue(1), rest_issue(2, body="a\u0000b")]).encode(), "auto", r"record 2 \(number 2\).*'body'.*NUL"),
+    (
+        "nul character",
+        json.dumps([rest_issue(1), rest_issue(2, body="a\u0000b")]).encode(),
+        "auto",
+        r"record 2 \(number 2\).*'body'.*NUL",
+    ),
     ("csv missing columns", CSV_HEADER_ONLY_TITLE, "csv", r"missing required columns: number"),
     ("csv bad number", b"number,title,repository\nx,Hello,a/b\n", "csv", r"record 1.*'number'"),
-    ("jsonl bad line", b'{"number": 1, "title": "a", "state": "open", "repository_url": "https://api.github.com/repos/a/b"}\n{nope\n', "jsonl", r"line 2"),
-    ("comment without issue", json.dumps([{"user": {"login": "a"}, "body": "x", "issue_url": "https://api.github.com/repos/a/b"}]).encode(), "github", r"record 1.*'issue_url'"),
-]  # fmt: skip
+    (
+        "jsonl bad line",
+        b'{"number": 1, "title": "a", "state": "open", "repository_url": "https://api.github.com/repos/a/b"}\n{nope\n',
+        "jsonl",
+        r"line 2",
+    ),
+    (
+        "comment without issue",
+        json.dumps(
+            [{"user": {"login": "a"}, "body": "x", "issue_url": "https://api.github.com/repos/a/b"}]
+        ).encode(),
+        "github",
+        r"record 1.*'issue_url'",
+    ),
+]
 
 
 @pytest.fixture
@@ -83,8 +137,12 @@ def test_command_exits_non_zero_and_writes_nothing(tmp_path):
 
     result = subprocess.run(
         [sys.executable, "manage.py", "import_issues", str(path)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
     assert result.returncode != 0
     assert "record 2" in result.stderr and "'number'" in result.stderr

@@ -287,8 +287,14 @@ def test_sync_page_shows_the_form_and_queues_a_job(logged_in_client):
 
 
 def test_sync_detail_polls_until_finished(logged_in_client):
-    job = SyncJob.objects.create(repository_name="a/b", status="running", phase="issues",
-                                 phase_page=2, phase_pages=4, message="waiting 30 s: rate limit")  # fmt: skip
+    job = SyncJob.objects.create(
+        repository_name="a/b",
+        status="running",
+        phase="issues",
+        phase_page=2,
+        phase_pages=4,
+        message="waiting 30 s: rate limit",
+    )
     page = logged_in_client.get(job.get_absolute_url())
     assert b'id="sync-progress"' in page.content and b"waiting 30 s" in page.content
     assert job.percent == 25

@@ -73,12 +73,27 @@ def test_htmx_search_returns_only_the_results_partial(logged_in_client, demo):
 )
 def test_list_filters(logged_in_client, params, expected):
     repository = RepositoryFactory()
-    IssueFactory(repository=repository, number=1, state="open", labels=["bug"],
-                 created_at=datetime(2023, 1, 1, tzinfo=UTC))  # fmt: skip
-    IssueFactory(repository=repository, number=2, state="closed", labels=["bug", "distributed"],
-                 created_at=datetime(2023, 3, 1, tzinfo=UTC))  # fmt: skip
-    IssueFactory(repository=repository, number=3, state="closed", is_pull_request=True,
-                 created_at=datetime(2023, 4, 1, tzinfo=UTC))  # fmt: skip
+    IssueFactory(
+        repository=repository,
+        number=1,
+        state="open",
+        labels=["bug"],
+        created_at=datetime(2023, 1, 1, tzinfo=UTC),
+    )
+    IssueFactory(
+        repository=repository,
+        number=2,
+        state="closed",
+        labels=["bug", "distributed"],
+        created_at=datetime(2023, 3, 1, tzinfo=UTC),
+    )
+    IssueFactory(
+        repository=repository,
+        number=3,
+        state="closed",
+        is_pull_request=True,
+        created_at=datetime(2023, 4, 1, tzinfo=UTC),
+    )
 
     response = logged_in_client.get(reverse("issues:list"), params)
 
