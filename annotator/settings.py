@@ -273,8 +273,11 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_TIMEOUT = 1.0
 CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 1.0, "socket_timeout": 1.0}
 CELERY_TASK_PUBLISH_RETRY_POLICY = {
-    "max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2,
-}  # fmt: skip
+    "max_retries": 1,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.2,
+}
 CELERY_IMPORTS = ["annotator.dispatch"]
 
 # GitHub sync (annotator/issues/sync.py). Without a token GitHub allows 60 requests an hour.

@@ -33,9 +33,13 @@ from annotator.uploads import (
 )
 
 __all__ = [
-    "UploadRefused", "accept_upload", "check_codebook_upload", "generated_file", "kind",
+    "UploadRefused",
+    "accept_upload",
+    "check_codebook_upload",
+    "generated_file",
+    "kind",
     "store_upload",
-]  # fmt: skip
+]
 
 # view name → kind, for the streaming limit (tests/security/test_uploads.py covers each route).
 ROUTE_KINDS = {
@@ -108,7 +112,7 @@ def check_codebook_upload(upload: Any) -> None:
     accept_upload(upload, "codebook")
 
 
-class RefusedUpload(UploadedFile):  # type: ignore[type-arg]
+class RefusedUpload(UploadedFile):
     """Stands in for a file that passed its route's limit while streaming: it holds no bytes,
     only the refusal, which `accept_upload` raises."""
 

@@ -29,17 +29,31 @@ from typing import IO
 from urllib.parse import quote
 
 HEAD_BYTES = 8 * 1024
-XLSX_TYPES = frozenset({
-    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-    "application/zip", "application/x-zip-compressed", "application/octet-stream", "",
-})  # fmt: skip
+XLSX_TYPES = frozenset(
+    {
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "application/zip",
+        "application/x-zip-compressed",
+        "application/octet-stream",
+        "",
+    }
+)
 # Browsers label .jsonl, .yaml and .csv files inconsistently (Windows calls a CSV
 # "application/vnd.ms-excel"), so any text type passes — except HTML, which is never data.
-TEXT_TYPES = frozenset({
-    "application/json", "application/x-ndjson", "application/jsonl", "application/x-jsonlines",
-    "application/yaml", "application/x-yaml", "application/csv", "application/vnd.ms-excel",
-    "application/octet-stream", "",
-})  # fmt: skip
+TEXT_TYPES = frozenset(
+    {
+        "application/json",
+        "application/x-ndjson",
+        "application/jsonl",
+        "application/x-jsonlines",
+        "application/yaml",
+        "application/x-yaml",
+        "application/csv",
+        "application/vnd.ms-excel",
+        "application/octet-stream",
+        "",
+    }
+)
 _SIGNATURES = (
     (b"PK\x03\x04", "a zip archive"),
     (b"PK\x05\x06", "an empty zip archive"),
