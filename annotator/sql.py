@@ -40,30 +40,36 @@ class Table:
 
     A field that no longer exists raises FieldDoesNotExist when the statement is built (at
     import for a module-level statement), so a renamed field fails a test, not a request.
-    `.name` is the bare table name, `.c("field")` a column without the alias (SET lists)."""
+    `.bare()` is the table name without the alias (UPDATE, ANALYZE), `.c("field")` a column
+    without the alias (SET lists). Every field name works as an attribute, except `c` and
+    `bare`: use `.c("c")` for those."""
 
     def __init__(self, model: type[Model], alias: str = "") -> None:
-        self.model = model
-        self.alias = alias
-        self.name = table(model)
+        self._model = model
+        self._alias = alias
+        self._table = table(model)
 
     def __str__(self) -> str:
-        return f"{self.name} {self.alias}" if self.alias else self.name
+        return f"{self._table} {self._alias}" if self._alias else self._table
+
+    def bare(self) -> str:
+        """The table's name, quoted, without the alias."""
+        return self._table
 
     def c(self, field: str) -> str:
         """The field's column, quoted, without the alias."""
-        meta = self.model._meta
+        meta = self._model._meta
         found = meta.pk if field == "pk" else meta.get_field(field)
         column = getattr(found, "column", None)
         if column is None:
-            raise ValueError(f"{self.model.__name__}.{field} is not a column")
+            raise ValueError(f"{self._model.__name__}.{field} is not a column")
         return connection.ops.quote_name(str(column))
 
     def __getattr__(self, field: str) -> str:
         if field.startswith("_"):
             raise AttributeError(field)
         column = self.c(field)
-        return f"{self.alias}.{column}" if self.alias else column
+        return f"{self._alias}.{column}" if self._alias else column
 
 
 def lock_clause(of: str = "", *, skip_locked: bool = False, no_key: bool = False) -> str:

@@ -234,7 +234,7 @@ def free_item(study_id: int, annotator_id: int) -> int | None:
 
 
 _TAKE_SLOT = (
-    f"UPDATE {_i.name} SET {_i.c('active_count')} = {_i.c('active_count')} + 1"
+    f"UPDATE {_i.bare()} SET {_i.c('active_count')} = {_i.c('active_count')} + 1"
     f" WHERE {_i.c('id')} = %s"
 )
 
@@ -265,7 +265,7 @@ def lock_assignment_row(assignment_id: int) -> tuple[int, str] | None:
 
 
 _MARK_SUBMITTED = (
-    f"UPDATE {_own.name} SET {_own.status} = %s, {_own.finished_at} = %s,"
+    f"UPDATE {_own.bare()} SET {_own.status} = %s, {_own.finished_at} = %s,"
     f" {_own.touched_at} = %s WHERE {_own.id} = %s"
 )
 
@@ -277,7 +277,7 @@ def mark_submitted(assignment_id: int, now: datetime) -> None:
 
 
 _COUNT_SUBMIT = (
-    f"UPDATE {_i.name} SET {_i.c('submitted_count')} = {_i.c('submitted_count')} + 1"
+    f"UPDATE {_i.bare()} SET {_i.c('submitted_count')} = {_i.c('submitted_count')} + 1"
     f" WHERE {_i.c('id')} = %s RETURNING {_i.c('submitted_count')} >= {_i.c('quota')}"
 )
 
@@ -318,4 +318,4 @@ def analyze_items() -> None:
     if connection.vendor != "postgresql":
         return
     with connection.cursor() as cursor:
-        cursor.execute(f"ANALYZE {Table(Item).name}")
+        cursor.execute(f"ANALYZE {Table(Item).bare()}")
