@@ -18,12 +18,30 @@ NAV = {
     "admin": "admin:index",
     "logout": "logout",
 }
+# The section of the top bar (a key of NAV) a page belongs to: by its URL name, else by its
+# URL namespace. The issues namespace holds two sections' pages, and of them only the list and
+# the upload form are the sections' own pages.
+SECTIONS = {
+    "issues:list": "issues",
+    "issues:import": "import",
+    "studies": "studies",
+    "taxonomy": "codebooks",
+    "accounts": "tokens",
+}
 
 
-def nav(request: HttpRequest) -> dict[str, dict[str, str]]:
+def nav(request: HttpRequest) -> dict[str, object]:
     """The top bar's links (base.html), reversed once per process and script prefix: every
-    page shows them, and reversing nine names cost about half a millisecond a page."""
-    return {"nav": _nav_urls(get_script_prefix())}
+    page shows them, and reversing nine names cost about half a millisecond a page; and the
+    `section` whose link is the current one ("" for none), from the URL the page resolved."""
+    return {"nav": _nav_urls(get_script_prefix()), "section": _section(request)}
+
+
+def _section(request: HttpRequest) -> str:
+    match = request.resolver_match  # None on a page answered before URL resolution
+    if match is None:
+        return ""
+    return SECTIONS.get(match.view_name) or SECTIONS.get(match.namespace, "")
 
 
 @lru_cache(maxsize=8)
