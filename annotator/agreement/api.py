@@ -14,8 +14,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotator.dispatch import with_queue_notice
+from annotator.studies.access import SEE_ALL, membership_or_404
 from annotator.studies.models import Membership, Round
-from annotator.studies.views.access import SEE_ALL, membership_or_404
 
 from .models import AgreementRun, CalibrationPass
 from .services import (

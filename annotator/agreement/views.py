@@ -17,8 +17,8 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from annotator.dispatch import warn_if_waiting
+from annotator.studies.access import MANAGERS, SEE_ALL, membership_or_404
 from annotator.studies.models import Item, Membership, Round
-from annotator.studies.views.access import MANAGERS, SEE_ALL, membership_or_404
 
 from . import stats
 from .labels import load_label_table

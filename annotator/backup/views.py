@@ -15,8 +15,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from annotator.dispatch import warn_if_waiting
 from annotator.job_pages import job_status_page
+from annotator.studies.access import MANAGERS, membership_or_404
 from annotator.studies.models import Membership
-from annotator.studies.views.access import MANAGERS, membership_or_404
 
 from .errors import REFUSALS
 from .forms import RestoreConfirmForm, RestoreUploadForm

@@ -6,8 +6,8 @@ from __future__ import annotations
 from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
 
+from annotator.studies.access import SEE_ALL, membership_or_404
 from annotator.studies.models import Membership, Study
-from annotator.studies.views.access import SEE_ALL, membership_or_404
 
 from .models import ExportJob
 

@@ -25,8 +25,8 @@ from rest_framework.views import APIView
 
 from annotator.adjudication.models import Decision
 from annotator.dispatch import with_queue_notice
+from annotator.studies.access import SEE_ALL, membership_or_404
 from annotator.studies.models import Membership, Study
-from annotator.studies.views.access import SEE_ALL, membership_or_404
 from annotator.upload_handling import UploadRefused, accept_upload
 from taxonomy_app.models import CodebookVersion, Facet
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 import nh3
 from markdown_it import MarkdownIt
@@ -119,3 +120,10 @@ def render_markdown(text: str | None) -> str:
     if not text:
         return ""
     return _CLEANER.clean(_MARKDOWN.render(text))
+
+
+@lru_cache(maxsize=2048)
+def markdown_html(text: str) -> str:
+    """render_markdown, memoised: a thread is read by k annotators and re-read on every reload,
+    and its text rarely changes (a changed text is a new key)."""
+    return render_markdown(text)

@@ -9,7 +9,7 @@ What a role must get for a method is derived from a route's rule, never written 
 3. a role the rule admits: a success (200; for a write also 201/202/204, a redirect that is not
    to a login page, 400 for an empty body, 409 where the state forbids the change);
 4. any other role: the rule's refusal, as the app answers a stranger: 404 on study objects (ids
-   reveal nothing, annotator/studies/views/access.py), 403 where a codebook's owner is needed,
+   reveal nothing, annotator/studies/access.py), 403 where a codebook's owner is needed,
    the admin's login redirect on the admin site.
 An OPTIONS request to the API is answered from the endpoint's description for any signed-in
 user: it reads no object.
