@@ -12,6 +12,9 @@ and as soon as a worker starts (`worker_ready`). Each job row is locked (SKIP LO
 sent again, so two senders never send the same job; and a worker runs a job only after claiming
 it (`annotator.jobs.claim_job`, an UPDATE … WHERE status = 'queued'), so a second message for a
 job already taken does nothing.
+
+Each job model names its own task (`Job.task_name`); the dispatcher goes over every concrete job
+model (`annotator.jobs.job_models`) and imports no app.
 """
 
 from __future__ import annotations
@@ -22,15 +25,13 @@ from typing import Any
 
 from celery import shared_task
 from celery.signals import worker_ready
-from django.apps import apps
 from django.contrib import messages
 from django.db import transaction
 from django.db.models import Q
 from django.http import HttpRequest
 from django.utils import timezone
-from django.utils.module_loading import import_string
 
-from annotator.jobs import Job
+from annotator.jobs import Job, job_models
 
 logger = logging.getLogger(__name__)
 
@@ -38,15 +39,6 @@ QUEUE_UNAVAILABLE = (
     "Background jobs are unavailable right now (the queue, Redis, cannot be reached). "
     "The job will start when the queue is back."
 )
-
-# The task that runs each kind of job (its model's label → the task's name). An app with a job
-# of its own adds it here from its AppConfig.ready().
-JOB_TASKS = {
-    "issues.importjob": "annotator.issues.tasks.import_issues_task",
-    "issues.syncjob": "annotator.issues.tasks.sync_github_task",
-    "exports.exportjob": "annotator.exports.tasks.export_dataset_task",
-    "agreement.agreementrun": "annotator.agreement.tasks.run_agreement_task",
-}
 
 # A worker that starts sends again the jobs queued longer than this whose message Redis may have
 # lost (a Redis restarted without persistence): a queued job has no other way to start.
@@ -65,7 +57,7 @@ def enqueue_job(job: Job) -> None:
 def send_job(job: Job) -> bool:
     """Publish `job`'s task now; False (and the job marked waiting) when the queue is down."""
     try:
-        _task_for(type(job)).apply_async(args=[job.pk])
+        type(job).task().apply_async(args=[job.pk])
     except Exception as error:  # any broker failure: connection refused, timeout, auth, …
         logger.warning("%s %s waits for the queue: %s", type(job).__name__, job.pk, error)
         _mark_waiting(type(job), job.pk)
@@ -98,8 +90,7 @@ def redispatch_waiting_jobs(*, resend_older_than: timedelta | None = None) -> in
     queued jobs older than that (messages a restarted Redis may have lost). Stops at the first
     failure, as the queue is down again. Returns how many jobs were sent."""
     sent = 0
-    for label in JOB_TASKS:
-        model = apps.get_model(label)
+    for model in job_models():
         wanted = Q(notes=QUEUE_UNAVAILABLE)
         if resend_older_than is not None:
             wanted |= Q(created_at__lt=timezone.now() - resend_older_than)
@@ -132,10 +123,6 @@ def _redispatch_on_worker_start(**kwargs: Any) -> None:
         redispatch_waiting_jobs_task.apply_async(kwargs={"startup": True})
     except Exception:
         logger.exception("could not queue the re-dispatch of waiting jobs")
-
-
-def _task_for(model: type[Job]) -> Any:
-    return import_string(JOB_TASKS[model._meta.label_lower])
 
 
 def _mark_waiting(model: type[Job], pk: int) -> None:

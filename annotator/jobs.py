@@ -12,6 +12,10 @@ progress report touches `heartbeat_at`, and a thread touches it while a long ste
 nothing — and `annotator.job_sweep` fails the jobs whose heartbeat stopped. A job is claimed and
 finished by conditional updates (still running, still this worker), so a redelivered task never
 runs a job twice and a job declared lost never turns "succeeded" afterwards.
+
+Each concrete job model names the Celery task that runs it (`task_name`) and removes what its
+killed jobs left behind (`remove_leftovers`), so that the dispatcher (`annotator.dispatch`) and
+the sweep (`annotator.job_sweep`) go over `job_models()` and import no app.
 """
 
 from __future__ import annotations
@@ -26,10 +30,14 @@ from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from celery import shared_task
+from django.apps import apps
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.module_loading import import_string
+
+from annotator import sql
 
 logger = logging.getLogger(__name__)
 _local = threading.local()
@@ -63,6 +71,9 @@ class Job(models.Model):
 
     # What the error of a job lost with its worker says became of the job's writes.
     lost_outcome: ClassVar[str] = "nothing it wrote was kept"
+    # The dotted path of the Celery task that runs a job of this kind (it takes the job's pk),
+    # imported only when a job is sent: a models module imports no tasks.
+    task_name: ClassVar[str]
 
     class Meta:
         abstract = True
@@ -71,6 +82,23 @@ class Job(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in {self.Status.SUCCEEDED, self.Status.FAILED}
+
+    @classmethod
+    def task(cls) -> Any:
+        """The Celery task that runs a job of this kind (`annotator.dispatch` sends it)."""
+        return import_string(cls.task_name)
+
+    @classmethod
+    def remove_leftovers(cls) -> int:
+        """Remove what jobs of this kind killed with their worker left behind (files: their rows
+        are consistent by design) and return how many were removed; the sweep calls it after
+        failing the lost jobs. Nothing by default."""
+        return 0
+
+
+def job_models() -> list[type[Job]]:
+    """Every concrete job model of the installed apps."""
+    return [model for model in apps.get_models() if issubclass(model, Job)]
 
 
 def worker_identity() -> str:
@@ -182,16 +210,8 @@ def _beat(model: type[Job], pk: int, worker: str, stop: threading.Event, every: 
 def _touch(model: type[Job], pk: int, worker: str) -> bool:
     """Touch the heartbeat if this worker still holds the job; False once it does not. A row
     locked by the job's own transaction (finishing) is skipped, not waited for."""
-    table, key = model._meta.db_table, model._meta.pk.column
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f'UPDATE "{table}" SET "heartbeat_at" = %s WHERE "{key}" = (SELECT "{key}" FROM '
-            f'"{table}" WHERE "{key}" = %s AND "status" = %s AND "worker" = %s '
-            "FOR UPDATE SKIP LOCKED)",
-            [timezone.now(), pk, Job.Status.RUNNING, worker],
-        )
-        if cursor.rowcount:
-            return True
+    if sql.touch_heartbeat(model, pk, worker=worker, status=Job.Status.RUNNING, at=timezone.now()):
+        return True
     held = model._default_manager.filter(pk=pk, status=Job.Status.RUNNING, worker=worker)
     return held.exists()
 
@@ -207,13 +227,7 @@ def report_progress(model: type[models.Model], pk: int, **fields: Any) -> None:
         if not connection.in_atomic_block:
             model._default_manager.filter(pk=pk).update(**fields)
         return
-    side = _side_connection()
-    columns = ", ".join(f'"{_column(model, name)}" = %s' for name in fields)
-    with side.cursor() as cursor:
-        cursor.execute(
-            f'UPDATE "{model._meta.db_table}" SET {columns} WHERE "{model._meta.pk.column}" = %s',
-            [*fields.values(), pk],
-        )
+    sql.update_row_through(_side_connection(), model, pk, fields)
 
 
 def close_progress_connection() -> None:
@@ -222,13 +236,6 @@ def close_progress_connection() -> None:
     if side is not None:
         side.close()
         _local.connection = None
-
-
-def _column(model: type[models.Model], name: str) -> str:
-    field = model._meta.get_field(name)
-    if not isinstance(field, models.Field) or field.column is None:
-        raise ValueError(f"{model.__name__}.{name} is not a concrete field")
-    return field.column
 
 
 def _side_connection() -> Any:

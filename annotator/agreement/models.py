@@ -92,6 +92,8 @@ class AgreementRun(Job):
 
     objects = AgreementRunQuerySet.as_manager()
 
+    task_name = "annotator.agreement.tasks.run_agreement_task"
+
     class Meta(Job.Meta):
         indexes = [
             models.Index(fields=["study", "round", "-created_at"], name="agreement_run_scope")

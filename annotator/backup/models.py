@@ -37,6 +37,7 @@ class BackupJob(Job):
     summary = models.TextField(blank=True)
 
     lost_outcome: ClassVar[str] = "nothing it wrote was kept"
+    task_name = "annotator.backup.tasks.backup_job_task"
 
     class Meta(Job.Meta):
         constraints = [
@@ -51,6 +52,14 @@ class BackupJob(Job):
 
     def get_absolute_url(self) -> str:
         return reverse("backup:job", args=[self.pk])
+
+    @classmethod
+    def remove_leftovers(cls) -> int:
+        """Archives killed dumps were writing, and uploads of restores that ended or were never
+        confirmed, each after a day."""
+        from .services import remove_backup_leftovers
+
+        return remove_backup_leftovers()
 
     @property
     def percent(self) -> int:

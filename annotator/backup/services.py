@@ -108,13 +108,23 @@ def _dump(job: BackupJob) -> None:
         path.unlink(missing_ok=True)
 
 
-def _remove_stray_parts(older_than: timedelta = timedelta(days=1)) -> None:
+def _remove_stray_parts(older_than: timedelta = timedelta(days=1)) -> int:
     """Archives being written that a killed worker left in the temporary folder."""
     cutoff = (timezone.now() - older_than).timestamp()
+    removed = 0
     for part in Path(tempfile.gettempdir()).glob("backup-*.zip.part"):
         with contextlib.suppress(OSError):
             if part.stat().st_mtime < cutoff:
                 part.unlink()
+                removed += 1
+    return removed
+
+
+def remove_backup_leftovers() -> int:
+    """What killed backup jobs left (the lost-jobs sweep, through `BackupJob.remove_leftovers`):
+    archives being written, and uploads no restore uses any more, each after a day. Returns how
+    many files were removed."""
+    return _remove_stray_parts() + remove_stale_uploads()
 
 
 def _progress(job: BackupJob) -> Any:

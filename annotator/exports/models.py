@@ -42,6 +42,8 @@ class ExportJob(Job):
     size_bytes = models.BigIntegerField(default=0)
     card = models.TextField(blank=True, help_text="the dataset card (Markdown)")
 
+    task_name = "annotator.exports.tasks.export_dataset_task"
+
     class Meta(Job.Meta):
         constraints = [
             models.CheckConstraint(
@@ -55,6 +57,13 @@ class ExportJob(Job):
 
     def get_absolute_url(self) -> str:
         return reverse("exports:job", args=[self.pk])
+
+    @classmethod
+    def remove_leftovers(cls) -> int:
+        """Partial files of killed exports and files stored by exports failed meanwhile."""
+        from .services import remove_export_leftovers
+
+        return remove_export_leftovers()
 
     @property
     def percent(self) -> int:

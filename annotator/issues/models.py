@@ -219,6 +219,8 @@ class ImportJob(Job):
     unchanged = models.PositiveIntegerField(default=0)
     skipped = models.PositiveIntegerField(default=0)
 
+    task_name = "annotator.issues.tasks.import_issues_task"
+
     def __str__(self) -> str:
         return f"import {self.pk} of {self.original_name} ({self.status})"
 
@@ -299,6 +301,7 @@ class SyncJob(Job):
 
     # Pages commit one by one with the cursor (sync.py): a lost run's pages stay, whole.
     lost_outcome = "the pages it wrote are kept, whole, and the next sync resumes after them"
+    task_name = "annotator.issues.tasks.sync_github_task"
 
     def __str__(self) -> str:
         return f"sync {self.pk} of {self.repository_name} ({self.status})"
