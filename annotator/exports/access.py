@@ -18,7 +18,7 @@ def study_for_export(request: HttpRequest, study_id: int) -> Study:
 
 def job_for_export(request: HttpRequest, pk: int) -> ExportJob:
     job = get_object_or_404(ExportJob.objects.select_related("study"), pk=pk)
-    allowed = Membership.objects.filter(study=job.study, user=request.user, role__in=SEE_ALL)
+    allowed = Membership.objects.filter(study=job.study, user=request.user.pk, role__in=SEE_ALL)
     if not allowed.exists():
         raise Http404("No such export")
     return job

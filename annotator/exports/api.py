@@ -59,25 +59,38 @@ def _job(request: Request, pk: int) -> ExportJob:
     return job
 
 
-class ExportInput(serializers.Serializer):  # type: ignore[misc]
+class ExportInput(serializers.Serializer):
     format = serializers.ChoiceField(choices=ExportJob.Format.values, default="csv")
     table = serializers.ChoiceField(choices=ExportJob.Table.values, default="final")
     round = serializers.IntegerField(required=False, min_value=1, help_text="round number")
-    source = serializers.ChoiceField(choices=Decision.Source.values, required=False)
+    # Named like Field.source, which the stubs take for an override (djangorestframework-stubs
+    # #158); the serializer's metaclass moves declared fields off the class.
+    source = serializers.ChoiceField(choices=Decision.Source.values, required=False)  # type: ignore[assignment]
     screening = serializers.SlugField(required=False, help_text="screening category code")
     repository = serializers.CharField(required=False, max_length=201, help_text="OWNER/NAME")
 
 
-class ExportOutput(serializers.ModelSerializer):  # type: ignore[misc]
+class ExportOutput(serializers.ModelSerializer):
     download_url = serializers.SerializerMethodField()
 
     class Meta:
         model = ExportJob
         fields = [
-            "id", "study", "format", "table", "filters", "status", "error", "total_rows",
-            "rows_written", "size_bytes", "created_at", "started_at", "finished_at",
+            "id",
+            "study",
+            "format",
+            "table",
+            "filters",
+            "status",
+            "error",
+            "total_rows",
+            "rows_written",
+            "size_bytes",
+            "created_at",
+            "started_at",
+            "finished_at",
             "download_url",
-        ]  # fmt: skip
+        ]
 
     def get_download_url(self, job: ExportJob) -> str | None:
         if job.status != ExportJob.Status.SUCCEEDED:
@@ -85,7 +98,7 @@ class ExportOutput(serializers.ModelSerializer):  # type: ignore[misc]
         return f"/api/exports/{job.pk}/download/"
 
 
-class ExportListCreateApi(APIView):  # type: ignore[misc]
+class ExportListCreateApi(APIView):
     @extend_schema(responses=ExportOutput(many=True))
     def get(self, request: Request, study_id: int) -> Response:
         study = _study(request, study_id)
@@ -109,13 +122,13 @@ class ExportListCreateApi(APIView):  # type: ignore[misc]
         return Response(data, status=status.HTTP_202_ACCEPTED)
 
 
-class ExportDetailApi(APIView):  # type: ignore[misc]
+class ExportDetailApi(APIView):
     @extend_schema(responses=ExportOutput)
     def get(self, request: Request, pk: int) -> Response:
         return Response(ExportOutput(_job(request, pk)).data)
 
 
-class ExportDownloadApi(APIView):  # type: ignore[misc]
+class ExportDownloadApi(APIView):
     @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
     def get(self, request: Request, pk: int) -> FileResponse:
         job = _job(request, pk)
@@ -124,7 +137,7 @@ class ExportDownloadApi(APIView):  # type: ignore[misc]
         return download_response(job)
 
 
-class ExportCardApi(APIView):  # type: ignore[misc]
+class ExportCardApi(APIView):
     @extend_schema(responses={(200, "text/markdown"): OpenApiTypes.STR})
     def get(self, request: Request, pk: int) -> HttpResponse:
         job = _job(request, pk)
@@ -133,14 +146,14 @@ class ExportCardApi(APIView):  # type: ignore[misc]
         return HttpResponse(job.card, content_type="text/markdown; charset=utf-8")
 
 
-class TableOutput(serializers.Serializer):  # type: ignore[misc]
+class TableOutput(serializers.Serializer):
     id = serializers.CharField()
     title = serializers.CharField()
     header = serializers.ListField(child=serializers.CharField())
     rows = serializers.ListField(child=serializers.ListField())
 
 
-class AnalysisApi(APIView):  # type: ignore[misc]
+class AnalysisApi(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("round", int, required=False),
@@ -151,17 +164,24 @@ class AnalysisApi(APIView):  # type: ignore[misc]
     )
     def get(self, request: Request, study_id: int) -> Response:
         study = _study(request, study_id)
-        filters = {k: request.query_params[k] for k in ("round", "screening", "repository")
-                   if request.query_params.get(k)}  # fmt: skip
+        filters = {
+            k: request.query_params[k]
+            for k in ("round", "screening", "repository")
+            if request.query_params.get(k)
+        }
         try:
             data = study_final_labels(study, filters)
         except ExportFilterError as error:
             raise ValidationError({"detail": str(error)}) from None
         tables = [
-            {"id": t.id, "title": t.title, "header": t.header,
-             "rows": [[c.value for c in row] for row in t.rows]}
+            {
+                "id": t.id,
+                "title": t.title,
+                "header": t.header,
+                "rows": [[c.value for c in row] for row in t.rows],
+            }
             for t in analysis_tables(data)
-        ]  # fmt: skip
+        ]
         return Response(tables)
 
 
@@ -170,7 +190,7 @@ class AnalysisApi(APIView):  # type: ignore[misc]
 # `prior.review_prior_labels` / `prior.import_prior_labels` as its confirm step (all or nothing).
 
 
-class PriorWorkbookInput(serializers.Serializer):  # type: ignore[misc]
+class PriorWorkbookInput(serializers.Serializer):
     file = serializers.FileField(help_text=".xlsx, a sheet per annotator (plus Final)")
 
     def validate_file(self, upload: Any) -> Any:
@@ -181,7 +201,7 @@ class PriorWorkbookInput(serializers.Serializer):  # type: ignore[misc]
         return upload
 
 
-class PriorSheetOutput(serializers.Serializer):  # type: ignore[misc]
+class PriorSheetOutput(serializers.Serializer):
     name = serializers.CharField()
     columns = serializers.ListField(child=serializers.CharField())
     rows = serializers.IntegerField(help_text="data rows that are not entirely blank")
@@ -190,12 +210,12 @@ class PriorSheetOutput(serializers.Serializer):  # type: ignore[misc]
     duplicate_keys = serializers.ListField(child=serializers.CharField())
 
 
-class PriorInspectOutput(serializers.Serializer):  # type: ignore[misc]
+class PriorInspectOutput(serializers.Serializer):
     sheets = PriorSheetOutput(many=True)
     key_column = serializers.CharField(allow_null=True, help_text="the first sheet's key guess")
 
 
-class PriorMappingInput(serializers.Serializer):  # type: ignore[misc]
+class PriorMappingInput(serializers.Serializer):
     """The JSON `mapping` field: what the wizard's map and review steps collect."""
 
     key_column = serializers.CharField()
@@ -207,21 +227,26 @@ class PriorMappingInput(serializers.Serializer):  # type: ignore[misc]
     )
     separators = serializers.DictField(
         child=serializers.ListField(child=serializers.CharField(trim_whitespace=False)),
-        required=False, default=None,
+        required=False,
+        default=None,
         help_text="facet → separators of a multi-value cell; default: ' & ' and ' / ' for every "
         "multi-choice facet, as the wizard",
-    )  # fmt: skip
+    )
     users = serializers.DictField(
-        child=serializers.CharField(), required=False, default=dict,
+        child=serializers.CharField(),
+        required=False,
+        default=dict,
         help_text="sheet → username of an existing account; default: an inactive placeholder",
-    )  # fmt: skip
+    )
     values = serializers.DictField(
         child=serializers.DictField(child=serializers.CharField(allow_blank=True)),
-        required=False, default=dict,
+        required=False,
+        default=dict,
         help_text=f"facet → raw value → category code, {PROPOSE!r} (propose it) or '' (ignore)",
-    )  # fmt: skip
-    study = serializers.IntegerField(required=False, allow_null=True, default=None,
-                                     help_text="a study you own gets a new round")  # fmt: skip
+    )
+    study = serializers.IntegerField(
+        required=False, allow_null=True, default=None, help_text="a study you own gets a new round"
+    )
     study_name = serializers.CharField(required=False, default="", max_length=200)
     codebook_version = serializers.IntegerField(
         required=False, allow_null=True, default=None, help_text="a new study's published version"
@@ -239,7 +264,7 @@ class PriorImportInput(PriorWorkbookInput):
     mapping = serializers.JSONField(help_text="a JSON object: see PriorMappingInput")
 
 
-class PriorImportOutput(serializers.Serializer):  # type: ignore[misc]
+class PriorImportOutput(serializers.Serializer):
     study = serializers.IntegerField()
     round = serializers.IntegerField(help_text="the created round's id")
     round_number = serializers.IntegerField()
@@ -253,12 +278,13 @@ class PriorImportOutput(serializers.Serializer):  # type: ignore[misc]
     placeholders = serializers.ListField(child=serializers.CharField())
 
 
-class PriorImportError400(serializers.Serializer):  # type: ignore[misc]
+class PriorImportError400(serializers.Serializer):
     detail = serializers.CharField()
     unmatched = serializers.DictField(
-        child=serializers.ListField(child=serializers.CharField()), required=False,
+        child=serializers.ListField(child=serializers.CharField()),
+        required=False,
         help_text="facet → raw values still to map, propose or ignore",
-    )  # fmt: skip
+    )
 
 
 @contextmanager
@@ -272,7 +298,7 @@ def _saved(upload: Any) -> Iterator[Path]:
         yield path
 
 
-class PriorInspectApi(APIView):  # type: ignore[misc]
+class PriorInspectApi(APIView):
     parser_classes = [MultiPartParser]
 
     @extend_schema(
@@ -291,7 +317,7 @@ class PriorInspectApi(APIView):  # type: ignore[misc]
         return Response({"sheets": sheets, "key_column": guess})
 
 
-class PriorImportApi(APIView):  # type: ignore[misc]
+class PriorImportApi(APIView):
     parser_classes = [MultiPartParser]
 
     @extend_schema(
@@ -307,15 +333,7 @@ class PriorImportApi(APIView):  # type: ignore[misc]
         options = given.validated_data
         study, version = self._target(request, options)
         users = self._users(options["users"])
-        separators = options["separators"]
-        if separators is None:
-            multi = Facet.objects.filter(version=version, kind=Facet.Kind.MULTI)
-            separators = {key: [" & ", " / "] for key in multi.values_list("key", flat=True)}
-        mapping = PriorMapping(
-            key_column=options["key_column"], sheet_to_annotator=options["sheet_to_annotator"],
-            column_to_facet=options["column_to_facet"], final_sheet=options["final_sheet"],
-            final_column_to_facet=options["final_column_to_facet"], separators=separators,
-        )  # fmt: skip
+        mapping = self._mapping(options, version)
         upload = data.validated_data["file"]
         with _saved(upload) as path:
             try:
@@ -324,11 +342,16 @@ class PriorImportApi(APIView):  # type: ignore[misc]
                 raise ValidationError({"detail": str(error)}) from None
             try:
                 result = import_prior_labels(
-                    path=path, mapping=mapping, choices=options["values"], user=request.user,
-                    study=study, study_name=options["study_name"],
-                    codebook_version=None if study else version, users=users,
+                    path=path,
+                    mapping=mapping,
+                    choices=options["values"],
+                    user=request.user,
+                    study=study,
+                    study_name=options["study_name"],
+                    codebook_version=None if study else version,
+                    users=users,
                     filename=upload.name,
-                )  # fmt: skip
+                )
             except (SpreadsheetError, PriorImportError) as error:
                 body: dict[str, Any] = {"detail": str(error)}
                 unmatched = _unmatched(review, options["values"])
@@ -337,12 +360,33 @@ class PriorImportApi(APIView):  # type: ignore[misc]
                 return Response(body, status=status.HTTP_400_BAD_REQUEST)
         return Response(_result(result), status=status.HTTP_201_CREATED)
 
-    def _target(self, request: Request, options: dict[str, Any]) -> tuple[Study | None, Any]:
+    def _mapping(self, options: dict[str, Any], version: CodebookVersion) -> PriorMapping:
+        separators = options["separators"]
+        if separators is None:
+            multi = Facet.objects.filter(version=version, kind=Facet.Kind.MULTI)
+            separators = {key: [" & ", " / "] for key in multi.values_list("key", flat=True)}
+        return PriorMapping(
+            key_column=options["key_column"],
+            sheet_to_annotator=options["sheet_to_annotator"],
+            column_to_facet=options["column_to_facet"],
+            final_sheet=options["final_sheet"],
+            final_column_to_facet=options["final_column_to_facet"],
+            separators=separators,
+        )
+
+    def _target(
+        self, request: Request, options: dict[str, Any]
+    ) -> tuple[Study | None, CodebookVersion]:
         if options["study"]:
-            study = Study.objects.filter(
-                pk=options["study"], memberships__user=request.user,
-                memberships__role=Membership.Role.OWNER,
-            ).select_related("codebook_version").first()  # fmt: skip
+            study = (
+                Study.objects.filter(
+                    pk=options["study"],
+                    memberships__user=request.user.pk,
+                    memberships__role=Membership.Role.OWNER,
+                )
+                .select_related("codebook_version")
+                .first()
+            )
             if study is None:
                 raise Http404
             return study, study.codebook_version
@@ -354,8 +398,10 @@ class PriorImportApi(APIView):  # type: ignore[misc]
         return None, version
 
     def _users(self, usernames: dict[str, str]) -> dict[str, Any]:
-        found = {u.username: u for u in get_user_model().objects.filter(
-            username__in=set(usernames.values()))}  # fmt: skip
+        found = {
+            u.username: u
+            for u in get_user_model().objects.filter(username__in=set(usernames.values()))
+        }
         missing = sorted({u for u in usernames.values() if u not in found})
         if missing:
             raise ValidationError({"mapping": {"users": f"no accounts {missing}"}})
@@ -374,9 +420,15 @@ def _unmatched(review: Review, choices: dict[str, dict[str, str]]) -> dict[str, 
 
 def _result(result: PriorImportResult) -> dict[str, Any]:
     return {
-        "study": result.study.pk, "round": result.round.pk, "round_number": result.round.number,
-        "items": result.items, "created_issues": result.created_issues,
-        "annotations": result.annotations, "labels": result.labels,
-        "decisions": result.decisions, "proposals": result.proposals,
-        "left_out": result.left_out, "placeholders": result.placeholders,
-    }  # fmt: skip
+        "study": result.study.pk,
+        "round": result.round.pk,
+        "round_number": result.round.number,
+        "items": result.items,
+        "created_issues": result.created_issues,
+        "annotations": result.annotations,
+        "labels": result.labels,
+        "decisions": result.decisions,
+        "proposals": result.proposals,
+        "left_out": result.left_out,
+        "placeholders": result.placeholders,
+    }

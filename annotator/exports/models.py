@@ -29,9 +29,11 @@ class ExportJob(Job):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="export_jobs")
     format = models.CharField(max_length=8, choices=Format.choices, default=Format.CSV)
     table = models.CharField(
-        max_length=8, choices=Table.choices, default=Table.FINAL,
+        max_length=8,
+        choices=Table.choices,
+        default=Table.FINAL,
         help_text="ignored for XLSX, which holds every annotator's sheet and Final",
-    )  # fmt: skip
+    )
     # {"round": n, "source": "...", "screening": "code", "repository": "owner/name"}
     filters = models.JSONField(default=dict, blank=True)
     total_rows = models.PositiveIntegerField(default=0)

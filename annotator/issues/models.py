@@ -84,7 +84,7 @@ class IssueQuerySet(models.QuerySet["Issue"]):
     def matching(self, filters: Mapping[str, str]) -> IssueQuerySet:
         """Issues matching the ISSUE_FILTERS of a list page or API query; unknown values are
         ignored. Ordered by search rank when searching, else newest first."""
-        issues = self
+        issues: IssueQuerySet = self
         if filters.get("repository", "").isdigit():
             issues = issues.filter(repository_id=int(filters["repository"]))
         if filters.get("state") in Issue.State.values:
