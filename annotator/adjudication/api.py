@@ -8,6 +8,7 @@ submitted and the owner has released the item; everyone else gets 404.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet
@@ -30,11 +31,15 @@ from .models import Comment, Decision, DecisionLabel, ItemAgreement
 Role = Membership.Role
 
 
-def _membership(request: Request, study_id: int, roles: set[str] | None = None) -> Membership:
+def _membership(
+    request: Request, study_id: int, roles: Collection[str] | None = None
+) -> Membership:
     return membership_or_404(request, study_id, roles)
 
 
-def _item(request: Request, item_id: int, roles: set[str] | None = None) -> tuple[Item, Membership]:
+def _item(
+    request: Request, item_id: int, roles: Collection[str] | None = None
+) -> tuple[Item, Membership]:
     item = Item.objects.select_related("study__codebook_version").filter(pk=item_id).first()
     if item is None:
         raise Http404
@@ -91,7 +96,7 @@ class QueueEntryOutput(serializers.Serializer):
 
 class DecisionOutput(serializers.Serializer):
     item = serializers.IntegerField(source="item_id")
-    source = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]  # the API's name; shadows Field.source
     reason = serializers.CharField()
     comment = serializers.CharField()
     decided_by = serializers.CharField(source="decided_by.username", allow_null=True, default=None)

@@ -20,8 +20,10 @@ class QueueFilterForm(forms.Form):
 
     def __init__(self, *args: Any, study: Study, schema: CodebookSchema, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["facet"].choices = [("", "any facet")] + [(f.id, f.name) for f in schema.facets]
-        self.fields["round"].choices = [("", "every round")] + [
+        facet, round_ = self.fields["facet"], self.fields["round"]
+        assert isinstance(facet, forms.ChoiceField) and isinstance(round_, forms.ChoiceField)
+        facet.choices = [("", "any facet")] + [(f.id, f.name) for f in schema.facets]
+        round_.choices = [("", "every round")] + [
             (r.pk, f"round {r.number}") for r in study.rounds.all()
         ]
 

@@ -8,7 +8,7 @@ module (nothing imports another app's views).
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from django.http import Http404, HttpRequest
 from rest_framework.request import Request
@@ -24,6 +24,15 @@ MANAGERS = {Role.OWNER}
 SEE_ALL = {Role.OWNER, Role.ADJUDICATOR}
 
 
+def signed_in(request: HttpRequest | Request) -> User:
+    """The request's user, who is signed in on every page and API route but the login's
+    (LoginRequiredMiddleware, DRF's permission); 404 otherwise."""
+    user = request.user
+    if not user.is_authenticated:
+        raise Http404("Not signed in")
+    return user
+
+
 def membership_or_404(
     request: HttpRequest | Request, study_id: int, roles: Collection[str] | None = None
 ) -> Membership:
@@ -34,7 +43,7 @@ def membership_or_404(
         raise Http404("No such study")
     membership = (
         Membership.objects.select_related("study__codebook_version__codebook")
-        .filter(study_id=study_id, user=cast("User", user))
+        .filter(study_id=study_id, user_id=user.pk)
         .first()
     )
     if membership is None or (roles is not None and membership.role not in roles):

@@ -7,6 +7,7 @@ assignments are reachable by their annotator only, and annotation lists go throu
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -21,7 +22,7 @@ from rest_framework.views import APIView
 from taxonomy_app.models import CodebookVersion
 
 from . import services
-from .access import SEE_ALL, membership_or_404, own_assignment_or_404
+from .access import SEE_ALL, membership_or_404, own_assignment_or_404, signed_in
 from .codebook import codebook_schema
 from .errors import LabelErrors, StudyError
 from .models import Annotation, AnnotationLabel, Assignment, Membership, Round, Study
@@ -30,7 +31,9 @@ from .services.progress import study_dashboard
 Role = Membership.Role
 
 
-def _membership(request: Request, study_id: int, roles: set[str] | None = None) -> Membership:
+def _membership(
+    request: Request, study_id: int, roles: Collection[str] | None = None
+) -> Membership:
     return membership_or_404(request, study_id, roles)
 
 
@@ -73,7 +76,9 @@ class StudyInput(serializers.Serializer):
 class MemberInput(serializers.Serializer):
     username = serializers.CharField(max_length=150)
     role = serializers.ChoiceField(choices=Role.choices, default=Role.ANNOTATOR)
-    create = serializers.BooleanField(default=False, help_text="create the account")
+    # The API's field names; they shadow Serializer.create and Field.label, which these input
+    # serializers never use.
+    create = serializers.BooleanField(default=False, help_text="create the account")  # type: ignore[assignment]
 
 
 class MemberOutput(serializers.Serializer):
@@ -87,7 +92,7 @@ class SelectionInput(serializers.Serializer):
     q = serializers.CharField(required=False, allow_blank=True, default="")
     repository = serializers.IntegerField(required=False)
     state = serializers.ChoiceField(choices=["open", "closed"], required=False)
-    label = serializers.CharField(required=False, allow_blank=True, default="")
+    label = serializers.CharField(required=False, allow_blank=True, default="")  # type: ignore[assignment]
     kind = serializers.ChoiceField(choices=["issue", "pr"], required=False)
     since = serializers.DateField(required=False)
     until = serializers.DateField(required=False)
@@ -165,7 +170,8 @@ class StudyListApi(generics.ListAPIView):
     serializer_class = StudyOutput
 
     def get_queryset(self) -> QuerySet[Study]:
-        return Study.objects.filter(memberships__user=self.request.user).prefetch_related("rounds")
+        studies = Study.objects.filter(memberships__user=signed_in(self.request))
+        return studies.prefetch_related("rounds")
 
 
 class StudyCreateApi(APIView):

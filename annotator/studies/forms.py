@@ -20,10 +20,14 @@ class StudyForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["codebook_version"].queryset = CodebookVersion.objects.filter(
+        version = self.fields["codebook_version"]
+        assert isinstance(version, forms.ModelChoiceField)
+        version.queryset = CodebookVersion.objects.filter(
             status=CodebookVersion.Status.PUBLISHED
         ).select_related("codebook")
-        self.fields["overlap_k"].min_value = 1
+        overlap = self.fields["overlap_k"]
+        assert isinstance(overlap, forms.IntegerField)
+        overlap.min_value = 1
 
 
 class StudyEditForm(forms.ModelForm):
@@ -82,7 +86,9 @@ class SelectionForm(forms.Form):
         super().__init__(*args, **kwargs)
         rounds = [(str(r.pk), f"Round {r.number} ({r.kind})") for r in study.rounds.all()]
         new = [("new-main", "A new main round"), ("new-calibration", "A new calibration round")]
-        self.fields["round"].choices = [*rounds, *new]
+        choice = self.fields["round"]
+        assert isinstance(choice, forms.ChoiceField)
+        choice.choices = [*rounds, *new]
 
     def filters(self) -> dict[str, str]:
         data = self.cleaned_data

@@ -109,7 +109,8 @@ def own_assignment(assignment_id: int, annotator_id: int, *, page: bool) -> Assi
     built = load.one([assignment_id, annotator_id])
     if built is None:
         return None
-    assignment, item, *rest = built
+    assignment: Assignment = built[0]
+    item, *rest = built[1:]
     Assignment.item.field.set_cached_value(assignment, item)
     if page:
         issue, repository, annotation = rest

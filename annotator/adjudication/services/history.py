@@ -50,9 +50,12 @@ def record_change(
         subject = Change.Subject.ANNOTATION
     elif item is not None:
         item_id = item.pk
-        if decision is Read.IT:
-            decision, labels = one_or_none(Decision.objects.filter(item=item)), None
-        after = decision_snapshot(decision, labels=labels)
+        current: Decision | None
+        if isinstance(decision, Read):
+            current, labels = one_or_none(Decision.objects.filter(item=item)), None
+        else:
+            current = decision
+        after = decision_snapshot(current, labels=labels)
         last = Change.objects.filter(item=item, subject=Change.Subject.DECISION)
         subject = Change.Subject.DECISION
     else:

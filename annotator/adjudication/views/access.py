@@ -6,6 +6,7 @@ from typing import Any
 
 from django.http import Http404, HttpRequest
 
+from annotator.studies.access import signed_in
 from annotator.studies.models import Item, Membership
 
 
@@ -19,7 +20,7 @@ def item_or_404(request: HttpRequest, item_id: int, roles: Any = None) -> tuple[
     )
     if item is None:
         raise Http404("No such item")
-    membership = Membership.objects.filter(study=item.study_id, user=request.user).first()
+    membership = Membership.objects.filter(study=item.study_id, user=signed_in(request)).first()
     if membership is None or (roles is not None and membership.role not in roles):
         raise Http404("No such item")
     return item, membership

@@ -71,7 +71,7 @@ def lock_assignment(assignment: Assignment, user: Any) -> Assignment:
     annotator_id, status = row
     if annotator_id != user.pk:
         raise StudyError("this item is assigned to someone else")
-    if not Assignment.item.is_cached(assignment):  # type: ignore[attr-defined]
+    if not Assignment.item.is_cached(assignment):
         assignment = Assignment.objects.select_related(
             "item__study__codebook_version", "item__issue"
         ).get(pk=assignment.pk)

@@ -215,7 +215,7 @@ def my_items(request: HttpRequest, study_id: int) -> HttpResponse:
     after they submitted."""
     membership = membership_or_404(request, study_id, {Membership.Role.ANNOTATOR})
     assignments = (
-        Assignment.objects.filter(item__study=membership.study, annotator=request.user)
+        Assignment.objects.filter(item__study=membership.study, annotator_id=request.user.pk)
         .select_related("item__issue__repository", "item__round", "annotation")
         .order_by("-assigned_at", "-pk")
     )

@@ -6,7 +6,7 @@ from django.db.models import Prefetch
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from ..access import SEE_ALL, membership_or_404
+from ..access import SEE_ALL, membership_or_404, signed_in
 from ..models import Annotation, AnnotationLabel, Item, Membership
 from ..services.progress import study_dashboard
 
@@ -24,11 +24,11 @@ def item_detail(request: HttpRequest, item_id: int) -> HttpResponse:
     """An item with the annotations the viewer may see (Annotation.objects.visible_to): all of
     them for owners and adjudicators; for an annotator, their own, and others' only once the
     item is released for discussion and their own is submitted."""
-    item = Item.objects.select_related("issue__repository", "round", "study").filter(pk=item_id)
-    item = item.first()
+    items = Item.objects.select_related("issue__repository", "round", "study").filter(pk=item_id)
+    item = items.first()
     if item is None:
         raise Http404("No such item")
-    membership = Membership.objects.filter(study=item.study_id, user=request.user).first()
+    membership = Membership.objects.filter(study=item.study_id, user=signed_in(request)).first()
     if membership is None:
         raise Http404("No such item")
     annotations = (

@@ -12,17 +12,17 @@ from django.views.decorators.http import require_http_methods, require_POST
 from annotator.issues.rendering import markdown_html
 
 from .. import services
-from ..access import MANAGERS, membership_or_404
+from ..access import MANAGERS, membership_or_404, signed_in
 from ..errors import StudyError
 from ..forms import NEW_ROUND, InviteForm, MemberForm, SelectionForm, StudyEditForm, StudyForm
-from ..models import Membership, Round, Selection
+from ..models import Membership, Round, Selection, Study
 from ..services.progress import annotator_progress, round_progress
 
 Role = Membership.Role
 
 
 def study_list(request: HttpRequest) -> HttpResponse:
-    memberships = Membership.objects.filter(user=request.user).select_related(
+    memberships = Membership.objects.filter(user=signed_in(request)).select_related(
         "study__codebook_version__codebook"
     )
     return render(request, "studies/study_list.html", {"memberships": memberships})
@@ -155,21 +155,21 @@ def select(request: HttpRequest, study_id: int) -> HttpResponse:
     return render(request, "studies/select.html", context, status=400 if form.errors else 200)
 
 
-def _select(request: HttpRequest, study: object, form: SelectionForm) -> HttpResponse:
+def _select(request: HttpRequest, study: Study, form: SelectionForm) -> HttpResponse:
     data = form.cleaned_data
     choice = data["round"]
     if choice in NEW_ROUND:
-        round = services.round_for_selection(study=study, kind=NEW_ROUND[choice])  # type: ignore[arg-type]
+        round = services.round_for_selection(study=study, kind=NEW_ROUND[choice])
     else:
         round = Round.objects.get(study=study, pk=int(choice))
     selection = services.select_issues(
         study=study,
         round=round,
         filters=form.filters(),
-        sample_size=data["sample_size"],  # type: ignore[arg-type]
+        sample_size=data["sample_size"],
         seed=data["seed"],
         stratify=data["stratify"],
         user=request.user,
     )
     messages.success(request, f"Added {selection.added} issues to round {round.number}.")
-    return redirect(reverse("studies:detail", args=[study.pk]) + "#method")  # type: ignore[attr-defined]
+    return redirect(reverse("studies:detail", args=[study.pk]) + "#method")
