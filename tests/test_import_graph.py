@@ -28,12 +28,16 @@ ROOT = Path(os.environ.get("IMPORT_GRAPH_ROOT") or Path(__file__).resolve().pare
 TOP_PACKAGES = ("annotator", "taxonomy_app")
 PROJECT = "annotator"
 # Shared machinery every app uses: importing an app from here would tie them all together.
-PROJECT_MODULES_IMPORTING_NO_APP = tuple(
-    f"annotator.{name}"
-    for name in (
-        "jobs", "job_sweep", "dispatch", "sql", "cache", "middleware", "uploads", "upload_handling"
-    )
-)  # fmt: skip
+PROJECT_MODULES_IMPORTING_NO_APP = (
+    "annotator.jobs",
+    "annotator.job_sweep",
+    "annotator.dispatch",
+    "annotator.sql",
+    "annotator.cache",
+    "annotator.middleware",
+    "annotator.uploads",
+    "annotator.upload_handling",
+)
 
 Graph = dict[str, set[str]]
 

@@ -26,9 +26,8 @@ HOLDER = "node-1:41"
 def test_every_job_model_names_the_celery_task_that_runs_it() -> None:
     app.loader.import_default_modules()
     models = job_models()
-    assert {model.__name__ for model in models} >= {
-        "ImportJob", "SyncJob", "AgreementRun", "ExportJob", "BackupJob"
-    }  # fmt: skip
+    kinds = {"ImportJob", "SyncJob", "AgreementRun", "ExportJob", "BackupJob"}
+    assert {model.__name__ for model in models} >= kinds
     for model in models:
         task = model.task()
         assert task.name == model.task_name and model.task_name in app.tasks, model
