@@ -20,10 +20,10 @@ from annotator.studies.codebook import codebook_schema
 from annotator.studies.models import Annotation, AnnotationLabel, Item, Membership
 
 from .. import services
+from ..access import item_or_404
 from ..comparison import compare
 from ..forms import CommentForm, DecisionForm
 from ..models import Comment, Decision, DecisionLabel
-from .access import item_or_404
 from .lists import queue_query
 
 

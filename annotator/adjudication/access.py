@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Collection
 
 from django.http import Http404, HttpRequest
 
@@ -10,7 +10,9 @@ from annotator.studies.access import signed_in
 from annotator.studies.models import Item, Membership
 
 
-def item_or_404(request: HttpRequest, item_id: int, roles: Any = None) -> tuple[Item, Membership]:
+def item_or_404(
+    request: HttpRequest, item_id: int, roles: Collection[str] | None = None
+) -> tuple[Item, Membership]:
     """The item and the viewer's membership of its study (restricted to `roles` if given)."""
     item = (
         Item.objects.select_related("issue__repository", "round", "study__codebook_version")
