@@ -240,10 +240,6 @@ class Item(models.Model):
     def released(self) -> bool:
         return self.released_at is not None
 
-    @property
-    def is_complete(self) -> bool:
-        return self.submitted_count >= self.quota
-
 
 class Assignment(models.Model):
     class Status(models.TextChoices):
@@ -288,11 +284,6 @@ class Assignment(models.Model):
         changed = self.item.issue.changed_at
         submitted = annotation.submitted_at if annotation is not None else None
         return bool(changed and submitted and changed > submitted)
-
-    @property
-    def is_open(self) -> bool:
-        """Still being labeled (a timed-out one may be taken back while its slot is free)."""
-        return self.status in {self.Status.ASSIGNED, self.Status.EXPIRED}
 
 
 class AnnotationQuerySet(models.QuerySet["Annotation"]):
