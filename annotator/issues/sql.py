@@ -42,7 +42,9 @@ _CREATE_STAGE = (
     f"SELECT {_COLUMNS} FROM {_issue} WITH NO DATA"
 )
 _COPY = f"COPY {_STAGE} ({_COLUMNS}) FROM STDIN"
-_STORED_COMMENTS = f"(SELECT count(*) FROM {_c} WHERE {_c.issue} = {_issue.bare()}.{_issue.c('id')})"
+_STORED_COMMENTS = (
+    f"(SELECT count(*) FROM {_c} WHERE {_c.issue} = {_issue.bare()}.{_issue.c('id')})"
+)
 _UPSERT = (
     f"INSERT INTO {_issue} ({_COLUMNS}, {_issue.imported_at}, {_issue.search_vector}) "
     f"SELECT {_COLUMNS}, now(), NULL FROM {_STAGE} "
