@@ -5,6 +5,8 @@ does), because a result shows every annotator's labels side by side."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
@@ -31,22 +33,36 @@ def _membership(request: Request, study_id: int) -> Membership:
     return membership_or_404(request, study_id, SEE_ALL)
 
 
-class RunInput(serializers.Serializer):  # type: ignore[misc]  # DRF ships no types
+# A serializer's type argument is the instance it reads: the model (or the dict) an output
+# serializes; None for the inputs, which only validate request data.
+class RunInput(serializers.Serializer[None]):
     round = serializers.IntegerField(required=False, help_text="round number; default: all")
     facets = serializers.ListField(
         child=serializers.SlugField(), required=False, default=list, help_text="facet keys"
     )
 
 
-class RunOutput(serializers.ModelSerializer):  # type: ignore[misc]
+class RunOutput(serializers.ModelSerializer[AgreementRun]):
     round = serializers.IntegerField(source="round.number", allow_null=True, default=None)
 
     class Meta:
         model = AgreementRun
         fields = [
-            "id", "study", "round", "facets", "codebook_version", "trigger", "status", "progress",
-            "error", "created_at", "started_at", "finished_at", "inputs", "result",
-        ]  # fmt: skip
+            "id",
+            "study",
+            "round",
+            "facets",
+            "codebook_version",
+            "trigger",
+            "status",
+            "progress",
+            "error",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "inputs",
+            "result",
+        ]
 
 
 class RunSummaryOutput(RunOutput):
@@ -54,7 +70,7 @@ class RunSummaryOutput(RunOutput):
         fields = [f for f in RunOutput.Meta.fields if f not in {"inputs", "result"}]
 
 
-class RunListCreateApi(APIView):  # type: ignore[misc]
+class RunListCreateApi(APIView):
     @extend_schema(responses=RunSummaryOutput(many=True))
     def get(self, request: Request, study_id: int) -> Response:
         _membership(request, study_id)
@@ -73,16 +89,19 @@ class RunListCreateApi(APIView):  # type: ignore[misc]
                 raise ValidationError({"round": "the study has no round with this number"})
         try:
             run = start_agreement_run(
-                study=study, round=round, facets=data.validated_data["facets"],
-                user=request.user, trigger=AgreementRun.Trigger.API,
-            )  # fmt: skip
+                study=study,
+                round=round,
+                facets=data.validated_data["facets"],
+                user=request.user,
+                trigger=AgreementRun.Trigger.API,
+            )
         except AgreementError as error:
             raise ValidationError({"detail": str(error)}) from error
-        data = with_queue_notice(RunOutput(run).data, run)
-        return Response(data, status=status.HTTP_202_ACCEPTED)
+        body = with_queue_notice(RunOutput(run).data, run)
+        return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
-class RunDetailApi(generics.RetrieveAPIView):  # type: ignore[misc]
+class RunDetailApi(generics.RetrieveAPIView[AgreementRun]):
     serializer_class = RunOutput
 
     def get_object(self) -> AgreementRun:
@@ -100,14 +119,14 @@ def _owner_study(request: Request, study_id: int) -> Membership:
     return membership
 
 
-class AgreementSettingsOutput(serializers.Serializer):  # type: ignore[misc]
+class AgreementSettingsOutput(serializers.Serializer[dict[str, Any]]):
     study = serializers.IntegerField(read_only=True)
     threshold = serializers.FloatField(
         help_text="the alpha a round must reach to pass calibration, in (0, 1]"
     )
 
 
-class AgreementSettingsInput(serializers.Serializer):  # type: ignore[misc]
+class AgreementSettingsInput(serializers.Serializer[None]):
     threshold = serializers.FloatField(
         min_value=0,
         max_value=1,
@@ -120,7 +139,7 @@ class AgreementSettingsInput(serializers.Serializer):  # type: ignore[misc]
         return value
 
 
-class AgreementSettingsApi(APIView):  # type: ignore[misc]
+class AgreementSettingsApi(APIView):
     """The study's calibration threshold: owners and adjudicators read it, owners change it."""
 
     @extend_schema(responses=AgreementSettingsOutput)
@@ -140,7 +159,7 @@ class AgreementSettingsApi(APIView):  # type: ignore[misc]
         return Response({"study": study.pk, "threshold": row.threshold})
 
 
-class CalibrationPassOutput(serializers.ModelSerializer):  # type: ignore[misc]
+class CalibrationPassOutput(serializers.ModelSerializer[CalibrationPass]):
     round = serializers.IntegerField(source="round.number")
 
     class Meta:
@@ -148,11 +167,11 @@ class CalibrationPassOutput(serializers.ModelSerializer):  # type: ignore[misc]
         fields = ["round", "run", "threshold", "lowest_alpha", "passed_at"]
 
 
-class CalibrationPassConflict(serializers.Serializer):  # type: ignore[misc]
+class CalibrationPassConflict(serializers.Serializer[dict[str, str]]):
     detail = serializers.CharField()
 
 
-class CalibrationPassApi(APIView):  # type: ignore[misc]
+class CalibrationPassApi(APIView):
     """Mark a round passed calibration from its latest succeeded run; refused (409) when that
     run does not meet the study's threshold — the rule of the report page and the database."""
 
