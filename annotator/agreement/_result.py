@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -81,8 +80,3 @@ def _jsonable(obj: Any) -> Any:
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     return obj
-
-
-def jsonable_label(label: Hashable) -> Any:
-    """A category or label set in JSON form (a set becomes a sorted list)."""
-    return _jsonable(label)

@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from . import stats
-from ._result import jsonable_label
 from .stats import RatingTable
 
 COEFFICIENTS = ("krippendorff_alpha", "fleiss_kappa", "gwet_ac1", "percent_agreement")
@@ -122,8 +121,3 @@ def _pairwise(table: RatingTable, rater_names: Sequence[str]) -> dict[str, Any]:
     matrix = stats.pairwise_cohen(table).to_dict()
     matrix["labels"] = list(rater_names)
     return matrix
-
-
-def result_labels(values: Sequence[Any]) -> list[Any]:
-    """Confusion-matrix labels as stored (a set becomes a sorted list)."""
-    return [jsonable_label(v) for v in values]

@@ -52,7 +52,6 @@ class RestoreOptions:
 @dataclass
 class RestoreResult:
     study: Study | None = None
-    archived_name: str = ""
     written: dict[str, int] = field(default_factory=dict)
     reused: dict[str, int] = field(default_factory=dict)
     users_created: list[str] = field(default_factory=list)
@@ -137,7 +136,7 @@ class Restorer:
         self.reader, self.options = reader, options
         self.ids: dict[str, dict[int, int]] = {label: {} for label in referenced_labels()}
         self.skipped: dict[str, set[int]] = defaultdict(set)
-        self.result = RestoreResult(archived_name=str(reader.manifest.study.get("name", "")))
+        self.result = RestoreResult()
         self.done, self.total = 0, reader.manifest.total_rows
         self.plans: dict[str, TablePlan] = {}
         self.rules = {**row_rules(self), **CodebookRules(self).rules()}
