@@ -130,14 +130,16 @@ def rater_vs_others(
         agree = int(((others == mine) & pairs).sum())
         n_pairs = int(pairs.sum())
         without = coded.columns([c for c in range(coded.n_raters) if c != j])
-        out.append({
-            "rater": _jsonable(name),
-            "units_shared": int(pairs.any(axis=1).sum()),
-            "pairs": n_pairs,
-            "p_o": agree / n_pairs if n_pairs else None,
-            "alpha_all": alpha_all,
-            "alpha_without": krippendorff_alpha(without).value,
-        })  # fmt: skip
+        out.append(
+            {
+                "rater": _jsonable(name),
+                "units_shared": int(pairs.any(axis=1).sum()),
+                "pairs": n_pairs,
+                "p_o": agree / n_pairs if n_pairs else None,
+                "alpha_all": alpha_all,
+                "alpha_without": krippendorff_alpha(without).value,
+            }
+        )
     return out
 
 

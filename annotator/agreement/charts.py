@@ -32,16 +32,23 @@ def trend(
             if values.get(facet) is not None
         ]
         path = " ".join(f"{m['x']},{m['y']}" for m in marks)
-        lines.append({"facet": facet, "color": PALETTE[k % len(PALETTE)], "marks": marks,
-                      "path": path})  # fmt: skip
+        lines.append(
+            {"facet": facet, "color": PALETTE[k % len(PALETTE)], "marks": marks, "path": path}
+        )
     ticks = [{"value": v, "y": _y(v)} for v in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)]
     axis = [{"x": x(i), "round": number} for i, number in enumerate(rounds)]
     return {
-        "width": WIDTH, "height": HEIGHT, "left": PAD, "right": WIDTH - PAD,
-        "tick_x": PAD - 6, "round_y": HEIGHT - PAD + 16,
-        "lines": lines, "ticks": ticks, "rounds": axis,
+        "width": WIDTH,
+        "height": HEIGHT,
+        "left": PAD,
+        "right": WIDTH - PAD,
+        "tick_x": PAD - 6,
+        "round_y": HEIGHT - PAD + 16,
+        "lines": lines,
+        "ticks": ticks,
+        "rounds": axis,
         "threshold": {"value": threshold, "y": _y(threshold)},
-    }  # fmt: skip
+    }
 
 
 def _y(value: float | None) -> float:
@@ -66,11 +73,14 @@ def heatmap(labels: Sequence[str], cells: Sequence[Sequence[float | None]]) -> d
         for j, value in enumerate(row)
     ]
     return {
-        "size": size, "cell": size - 2, "label_x": left - 6,
+        "size": size,
+        "cell": size - 2,
+        "label_x": left - 6,
         "width": left + size * len(labels) + 10,
-        "height": 30 + size * len(labels), "squares": squares,
+        "height": 30 + size * len(labels),
+        "squares": squares,
         "rows": [{"name": n, "y": 20 + i * size + size / 2} for i, n in enumerate(labels)],
-    }  # fmt: skip
+    }
 
 
 def _color(value: float | None) -> str:

@@ -186,17 +186,26 @@ def _facet_table(
     build = _multi_codes if node.is_multi else _single_codes
     codes, values = build(shape, row, column, position, codes_of)
     table = RatingTable(
-        codes, tuple(values), tuple(codes_of), True, node.is_multi,
-        tuple(int(r) for r in rater_ids),
-    )  # fmt: skip
+        codes=codes,
+        values=tuple(values),
+        labels=tuple(codes_of),
+        declared=True,
+        multilabel=node.is_multi,
+        raters=tuple(int(r) for r in rater_ids),
+    )
     by_id = {c.id: c.code for c in declared}
     parent = {c.code: by_id.get(c.parent_id) if c.parent_id else None for c in declared}
     categories = [{"code": c.code, "name": c.name, "parent": parent[c.code]} for c in declared]
     hierarchical = any(p is not None for p in parent.values())
     return FacetTable(
-        key=node.key, name=node.name, kind=node.kind, table=table, items=units,
-        categories=categories, parent=parent if hierarchical else None,
-    )  # fmt: skip
+        key=node.key,
+        name=node.name,
+        kind=node.kind,
+        table=table,
+        items=units,
+        categories=categories,
+        parent=parent if hierarchical else None,
+    )
 
 
 def _single_codes(
@@ -249,9 +258,17 @@ def _archived_categories(ids: set[int]) -> dict[int, list[CategoryNode]]:
     out: dict[int, list[CategoryNode]] = {}
     for c in Category.objects.filter(pk__in=ids).order_by("order", "pk"):
         node = CategoryNode(
-            id=c.pk, code=c.code, name=c.name, definition="", include="", exclude="",
-            examples="", depth=0, parent_id=c.parent_id, path=c.name,
-        )  # fmt: skip
+            id=c.pk,
+            code=c.code,
+            name=c.name,
+            definition="",
+            include="",
+            exclude="",
+            examples="",
+            depth=0,
+            parent_id=c.parent_id,
+            path=c.name,
+        )
         out.setdefault(c.facet_id, []).append(node)
     return out
 

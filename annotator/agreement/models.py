@@ -78,9 +78,13 @@ class AgreementRun(Job):
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="agreement_runs")
     round = models.ForeignKey(
-        Round, null=True, blank=True, on_delete=models.CASCADE, related_name="agreement_runs",
+        Round,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="agreement_runs",
         help_text="empty: every round of the study",
-    )  # fmt: skip
+    )
     facets = models.JSONField(default=list, blank=True, help_text="facet keys; empty: all")
     codebook_version = models.ForeignKey(
         CodebookVersion, on_delete=models.PROTECT, related_name="+"

@@ -30,7 +30,7 @@ def facet_view(facet: dict[str, Any], threshold: float) -> dict[str, Any]:
         "meets": headline is not None and headline >= threshold,
         "heatmap": charts.heatmap(pairs["labels"], pairs["cells"]),
         "confusion_rows": confusion_rows(facet["confusion"]),
-    }  # fmt: skip
+    }
 
 
 def _row(name: str, label: str, result: dict[str, Any]) -> dict[str, Any]:

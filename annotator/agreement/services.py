@@ -69,9 +69,13 @@ def start_agreement_run(
         raise AgreementError(f"round {round.number} is not a round of this study")
     creator = user if getattr(user, "is_authenticated", False) else None
     run = AgreementRun.objects.create(
-        study=study, round=round, facets=list(facets), trigger=trigger, created_by=creator,
+        study=study,
+        round=round,
+        facets=list(facets),
+        trigger=trigger,
+        created_by=creator,
         codebook_version_id=study.codebook_version_id,
-    )  # fmt: skip
+    )
     if enqueue:
         enqueue_job(run)
     return run
@@ -97,9 +101,13 @@ def run_agreement_run(*, run_id: int) -> None:
             _fail(run.pk, f"{type(error).__name__}: {error}")
             raise
         finish_job(
-            AgreementRun, run.pk, status=Status.SUCCEEDED, progress=100, result=result,
+            AgreementRun,
+            run.pk,
+            status=Status.SUCCEEDED,
+            progress=100,
+            result=result,
             inputs=inputs,
-        )  # fmt: skip
+        )
 
 
 def compute_result(
@@ -108,9 +116,11 @@ def compute_result(
     """(result, inputs) of a run, computed in memory; nothing is written."""
     started = time.perf_counter()
     table = load_label_table(
-        study_id=run.study_id, version=run.codebook_version, round_id=run.round_id,
+        study_id=run.study_id,
+        version=run.codebook_version,
+        round_id=run.round_id,
         facet_keys=run.facets,
-    )  # fmt: skip
+    )
     loaded = time.perf_counter()
     if on_progress:
         on_progress(10)

@@ -222,9 +222,14 @@ def alpha_on(
     result = _result("krippendorff_alpha", coded, pair, model, reason, bootstrap, seed)
     p_o, p_e = model.observed_agreement()
     return _replace(
-        result, p_o=_finite(p_o), p_e=_finite(p_e), d_o=_finite(d_o), d_e=_finite(d_e),
-        level=level_name, distance=distance_label,
-    )  # fmt: skip
+        result,
+        p_o=_finite(p_o),
+        p_e=_finite(p_e),
+        d_o=_finite(d_o),
+        d_e=_finite(d_e),
+        level=level_name,
+        distance=distance_label,
+    )
 
 
 # -- shared plumbing ---------------------------------------------------------------------------
@@ -274,13 +279,24 @@ def _result(
         p_a, p_e_raw = model.p_a_p_e(ones)
         p_o, p_e = p_a, (None if name == "percent_agreement" else _finite(float(p_e_raw)))
     return AgreementResult(
-        coefficient=name, value=value, se=se, ci=ci, p_o=p_o, p_e=p_e,
-        n_units=coded.n_units, n_pairable_units=pair.n_pairable,
-        n_units_left_out=coded.n_units - pair.n_pairable, n_raters=coded.n_raters,
-        n_pairable_ratings=int(pair.m.sum()), q=coded.q, categories_declared=coded.declared,
-        observed_categories=_observed(pair), se_note=note, undefined_reason=reason,
+        coefficient=name,
+        value=value,
+        se=se,
+        ci=ci,
+        p_o=p_o,
+        p_e=p_e,
+        n_units=coded.n_units,
+        n_pairable_units=pair.n_pairable,
+        n_units_left_out=coded.n_units - pair.n_pairable,
+        n_raters=coded.n_raters,
+        n_pairable_ratings=int(pair.m.sum()),
+        q=coded.q,
+        categories_declared=coded.declared,
+        observed_categories=_observed(pair),
+        se_note=note,
+        undefined_reason=reason,
         bootstrap=boot,
-    )  # fmt: skip
+    )
 
 
 def _observed(pair: Pairable) -> int:

@@ -124,18 +124,24 @@ def confusion_cell(request: HttpRequest, run_id: int, facet: str, i: int, j: int
     if not (0 <= i < len(labels) and 0 <= j < len(labels)):
         raise Http404("No such cell")
     table = load_label_table(
-        study_id=run.study_id, version=run.codebook_version, round_id=run.round_id,
+        study_id=run.study_id,
+        version=run.codebook_version,
+        round_id=run.round_id,
         facet_keys=[facet],
-    )  # fmt: skip
+    )
     current = table.facets[0]
     a, b = (_value(labels[i]), _value(labels[j]))
     rows = stats.units_with_pair(current.table, a, b)
     ids = [int(current.items[r]) for r in rows]
     items = Item.objects.filter(pk__in=ids).select_related("issue__repository", "round")
     context = {
-        "run": run, "study": run.study, "facet": stored, "a": label_text(labels[i]),
-        "b": label_text(labels[j]), "items": items,
-    }  # fmt: skip
+        "run": run,
+        "study": run.study,
+        "facet": stored,
+        "a": label_text(labels[i]),
+        "b": label_text(labels[j]),
+        "items": items,
+    }
     return render(request, "agreement/confusion_cell.html", context)
 
 

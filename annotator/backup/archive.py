@@ -42,9 +42,16 @@ from .manifest import (
 )
 
 __all__ = [
-    "FORMAT", "FORMAT_VERSION", "MANIFEST", "ArchiveError", "ArchiveReader", "ArchiveWriter",
-    "Limits", "Manifest", "TableEntry",
-]  # fmt: skip
+    "FORMAT",
+    "FORMAT_VERSION",
+    "MANIFEST",
+    "ArchiveError",
+    "ArchiveReader",
+    "ArchiveWriter",
+    "Limits",
+    "Manifest",
+    "TableEntry",
+]
 
 CHUNK = 1024 * 1024
 
@@ -115,8 +122,12 @@ class ArchiveWriter:
             for row in rows:
                 writer.write_row(row)
             writer.flush()
-        entry = {"member": name, "rows": writer.rows, "bytes": writer.bytes,
-                 "sha256": writer.sha256}  # fmt: skip
+        entry = {
+            "member": name,
+            "rows": writer.rows,
+            "bytes": writer.bytes,
+            "sha256": writer.sha256,
+        }
         self.entries[table] = entry
         return entry
 
@@ -263,9 +274,11 @@ class ArchiveReader:
                 raise ArchiveError(f"{table.member} line {number}: not a JSON object")
             if row.keys() != names:
                 missing = sorted(names - row.keys())
-                what = f"field {missing[0]!r} is missing" if missing else (
-                    f"field {sorted(row.keys() - names)[0]!r} is not in {MANIFEST}"
-                )  # fmt: skip
+                what = (
+                    f"field {missing[0]!r} is missing"
+                    if missing
+                    else f"field {sorted(row.keys() - names)[0]!r} is not in {MANIFEST}"
+                )
                 raise ArchiveError(f"{table.member} line {number}: {what}")
             yield number, row
 

@@ -39,10 +39,17 @@ Content = dict[str, Any]
 class CodebookRules:
     def __init__(self, restorer: Restorer) -> None:
         self.restorer = restorer
-        rows = {label: self._read(label) for label in (
-            "taxonomy_app.codebook", "taxonomy_app.codebookversion", "taxonomy_app.facet",
-            "taxonomy_app.category", "taxonomy_app.changeoperation", TARGETS._meta.label_lower,
-        )}  # fmt: skip
+        rows = {
+            label: self._read(label)
+            for label in (
+                "taxonomy_app.codebook",
+                "taxonomy_app.codebookversion",
+                "taxonomy_app.facet",
+                "taxonomy_app.category",
+                "taxonomy_app.changeoperation",
+                TARGETS._meta.label_lower,
+            )
+        }
         self.codebooks = rows["taxonomy_app.codebook"]
         self.versions = rows["taxonomy_app.codebookversion"]
         self.facets = rows["taxonomy_app.facet"]
@@ -142,9 +149,10 @@ class CodebookRules:
             if p.row["facet"] not in self.reused_facets:
                 continue
             here = Proposal.objects.filter(
-                facet_id=p.values["facet_id"], name=p.values["name"],
+                facet_id=p.values["facet_id"],
+                name=p.values["name"],
                 created_at=p.values["created_at"],
-            ).first()  # fmt: skip
+            ).first()
             if here is not None:
                 out[p.old] = here.pk
         return out
@@ -198,15 +206,23 @@ class CodebookRules:
         c = self.categories[category]
         facet = self.facets[c["facet"]]
         version = self.versions[facet["version"]]
-        return (self.codebooks[version["codebook"]]["slug"], version["number"], facet["key"],
-                c["code"])  # fmt: skip
+        return (
+            self.codebooks[version["codebook"]]["slug"],
+            version["number"],
+            facet["key"],
+            c["code"],
+        )
 
 
 def database_content(version: CodebookVersion) -> Content:
     """The same description as `archived_content`, of a version in this database."""
     facets = Facet.objects.filter(version=version).values_list(*FACET)
-    origin = ("origin__facet__version__codebook__slug", "origin__facet__version__number",
-              "origin__facet__key", "origin__code")  # fmt: skip
+    origin = (
+        "origin__facet__version__codebook__slug",
+        "origin__facet__version__number",
+        "origin__facet__key",
+        "origin__code",
+    )
     categories = Category.objects.filter(facet__version=version).values_list(
         "facet__key", *CATEGORY, "parent__code", *origin
     )

@@ -110,10 +110,14 @@ def _table(data: Any, index: int) -> TableEntry:
     if not re.fullmatch(r"[0-9a-f]{64}", sha):
         raise ArchiveError(f"{where}: field 'sha256' is not a SHA-256 hex digest")
     return TableEntry(
-        table=table, member=member, rows=_count(data, "rows", where),
-        bytes=_count(data, "bytes", where), sha256=sha, fields=fields,
+        table=table,
+        member=member,
+        rows=_count(data, "rows", where),
+        bytes=_count(data, "bytes", where),
+        sha256=sha,
+        fields=fields,
         natural_key=tuple(str(k) for k in data.get("natural_key", [])),
-    )  # fmt: skip
+    )
 
 
 def _field(data: Any, where: str) -> FieldEntry:
@@ -121,10 +125,12 @@ def _field(data: Any, where: str) -> FieldEntry:
         raise ArchiveError(f"{where}: not an object")
     references = data.get("references")
     return FieldEntry(
-        name=_text(data, "name", where), type=_text(data, "type", where),
-        references=str(references) if references else None, null=bool(data.get("null")),
+        name=_text(data, "name", where),
+        type=_text(data, "type", where),
+        references=str(references) if references else None,
+        null=bool(data.get("null")),
         primary_key=bool(data.get("primary_key")),
-    )  # fmt: skip
+    )
 
 
 def _text(data: dict[str, Any], key: str, where: str = MANIFEST) -> str:

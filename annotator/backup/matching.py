@@ -12,6 +12,7 @@ from __future__ import annotations
 import secrets
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
@@ -33,9 +34,21 @@ Rule = Callable[[list["Pending"]], dict[int, int]]
 # What makes two copies of an issue or comment the same (all but bookkeeping: ids, the raw
 # GitHub object, which carries counters such as reactions, and when it was imported).
 ISSUE_CONTENT = (
-    "title", "body", "state", "state_reason", "labels", "author", "created_at", "updated_at",
-    "closed_at", "is_pull_request", "html_url", "comments_count", "github_id", "content_hash",
-)  # fmt: skip
+    "title",
+    "body",
+    "state",
+    "state_reason",
+    "labels",
+    "author",
+    "created_at",
+    "updated_at",
+    "closed_at",
+    "is_pull_request",
+    "html_url",
+    "comments_count",
+    "github_id",
+    "content_hash",
+)
 COMMENT_CONTENT = ("github_id", "author", "body", "created_at", "updated_at", "content_hash")
 
 
@@ -112,62 +125,78 @@ def match_aliases(restorer: Restorer, rows: list[Pending]) -> dict[int, int]:
     return out
 
 
+@dataclass(frozen=True)
+class ChildTable:
+    """A table whose rows are identified by their parent and a key, and compared on `content`;
+    `describe` names a refused row from its pending values and its parent's id here."""
+
+    label: str
+    model: type[Issue] | type[IssueComment]
+    parent: str
+    key: str
+    content: tuple[str, ...]
+    describe: Callable[[Pending, int], str]
+
+
+ISSUES = ChildTable(
+    label="issues.issue",
+    model=Issue,
+    parent="repository_id",
+    key="number",
+    content=ISSUE_CONTENT,
+    describe=lambda p, r: f"issue {Repository.objects.get(pk=r)}#{p.values['number']}",
+)
+COMMENTS = ChildTable(
+    label="issues.issuecomment",
+    model=IssueComment,
+    parent="issue_id",
+    key="key",
+    content=COMMENT_CONTENT,
+    describe=lambda p, i: f"comment {p.values['key']} of issue {Issue.objects.get(pk=i)}",
+)
+
+
 def match_issues(restorer: Restorer, rows: list[Pending]) -> dict[int, int]:
     """Issues by repository and number; the same number with other content is refused unless
     this server's copy is to be kept."""
-    return _match_children(
-        restorer, rows, "issues.issue", Issue, "repository_id", "number", ISSUE_CONTENT,
-        lambda p, r: f"issue {Repository.objects.get(pk=r)}#{p.values['number']}",
-    )  # fmt: skip
+    return _match_children(restorer, rows, ISSUES)
 
 
 def match_comments(restorer: Restorer, rows: list[Pending]) -> dict[int, int]:
     """Comments by issue and key, as issues are matched."""
-    return _match_children(
-        restorer, rows, "issues.issuecomment", IssueComment, "issue_id", "key", COMMENT_CONTENT,
-        lambda p, i: f"comment {p.values['key']} of issue {Issue.objects.get(pk=i)}",
-    )  # fmt: skip
+    return _match_children(restorer, rows, COMMENTS)
 
 
-def _match_children(
-    restorer: Restorer,
-    rows: list[Pending],
-    label: str,
-    model: Any,
-    parent: str,
-    key: str,
-    content: tuple[str, ...],
-    describe: Callable[[Pending, int], str],
-) -> dict[int, int]:
+def _match_children(restorer: Restorer, rows: list[Pending], table: ChildTable) -> dict[int, int]:
     """Rows identified by their parent and a key: one query per parent for the rows already
-    here, each compared on `content` (`describe` names a refused one, only when refused)."""
+    here, each compared on the table's content (named by `describe`, only when refused)."""
+    parent, key = table.parent, table.key
     by_parent: dict[int, list[Pending]] = defaultdict(list)
     for p in rows:
         by_parent[p.values[parent]].append(p)
     out = {}
     for parent_id, group in by_parent.items():
         keys = [p.values[key] for p in group]
-        here = model.objects.filter(**{parent: parent_id, f"{key}__in": keys})
-        found = {row[key]: row for row in here.values("pk", key, *content)}
+        here = table.model.objects.filter(**{parent: parent_id, f"{key}__in": keys})
+        found = {row[key]: row for row in here.values("pk", key, *table.content)}
         for p in group:
             if (row := found.get(p.values[key])) is not None:
-                what = lambda p=p, i=parent_id: describe(p, i)  # noqa: E731 -- named only if refused
-                out[p.old] = _same_or_kept(restorer, label, p, row, content, what)
+                out[p.old] = _same_or_kept(restorer, table, p, row, parent_id)
     return out
 
 
 def _same_or_kept(
-    restorer: Restorer, label: str, p: Pending, here: dict[str, Any], fields: tuple[str, ...],
-    what: Callable[[], str],
-) -> int:  # fmt: skip
-    differs = next((name for name in fields if p.values[name] != here[name]), None)
+    restorer: Restorer, table: ChildTable, p: Pending, here: dict[str, Any], parent_id: int
+) -> int:
+    differs = next((name for name in table.content if p.values[name] != here[name]), None)
     if differs is None:
         return int(here["pk"])
     if not restorer.options.prefer_existing_issues:
         raise RestoreError(
-            f"{restorer.entry(label).member} line {p.line}, field {differs!r}: {what()} exists "
-            f"here with a different {differs} (changed on GitHub since the backup?); restore "
-            "with --prefer-existing-issues to keep this server's copy"
+            f"{restorer.entry(table.label).member} line {p.line}, field {differs!r}: "
+            f"{table.describe(p, parent_id)} exists here with a different {differs} "
+            "(changed on GitHub since the backup?); restore with --prefer-existing-issues to "
+            "keep this server's copy"
         )
     restorer.result.kept_existing += 1
     return int(here["pk"])

@@ -216,8 +216,9 @@ class Restorer:
             elif not f.primary_key:
                 values[f.attname] = self.convert(plan, entry, line, f, raw)
         for name, refs in table.json_refs.items():
+            where = f"{entry.member} line {line}, field {name!r}"
             for path, target in refs:
-                self._remap_json(values.get(name), path, target, entry, line, name)
+                self._remap_json(values.get(name), path, target, where)
         return Pending(line=line, old=old, values=values, row=row)
 
     def plan(self, table: Table) -> TablePlan:
@@ -297,11 +298,9 @@ class Restorer:
                 )
             manager.filter(pk=ids[old]).update(**{attname: ids[raw]})
 
-    def _remap_json(
-        self, value: Any, path: tuple[str, ...], target: str, entry: TableEntry, line: int,
-        name: str,
-    ) -> None:  # fmt: skip
-        """Rewrite an id inside a JSON column (e.g. a run's result names its study)."""
+    def _remap_json(self, value: Any, path: tuple[str, ...], target: str, where: str) -> None:
+        """Rewrite an id inside a JSON column (e.g. a run's result names its study); `where`
+        names the member, line and column in a note about an id that names no row."""
         for holder, key in _json_slots(value, path):
             old = holder.get(key) if isinstance(holder, dict) else None
             if isinstance(old, bool) or not (
@@ -311,8 +310,7 @@ class Restorer:
             new = self.ids[target].get(int(old))
             if new is None:
                 self.result.notes.append(
-                    f"{entry.member} line {line}, field {name!r}: {'.'.join(path)} = {old} "
-                    f"names no row of {target}.jsonl; cleared"
+                    f"{where}: {'.'.join(path)} = {old} names no row of {target}.jsonl; cleared"
                 )
             holder[key] = None if new is None else (str(new) if isinstance(old, str) else new)
 

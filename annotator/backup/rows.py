@@ -23,10 +23,18 @@ from .sql import RowInsert
 from .tables import Table
 
 INTEGERS = {
-    "AutoField", "BigAutoField", "SmallAutoField", "IntegerField", "BigIntegerField",
-    "SmallIntegerField", "PositiveIntegerField", "PositiveSmallIntegerField",
-    "PositiveBigIntegerField", "ForeignKey", "OneToOneField",
-}  # fmt: skip
+    "AutoField",
+    "BigAutoField",
+    "SmallAutoField",
+    "IntegerField",
+    "BigIntegerField",
+    "SmallIntegerField",
+    "PositiveIntegerField",
+    "PositiveSmallIntegerField",
+    "PositiveBigIntegerField",
+    "ForeignKey",
+    "OneToOneField",
+}
 TEXTS = {"CharField", "TextField", "SlugField", "EmailField", "URLField", "FileField"}
 # Passed to the driver as they are; every other type goes through get_db_prep_save.
 PLAIN = INTEGERS | TEXTS | {"BooleanField", "FloatField"}

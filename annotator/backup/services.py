@@ -100,9 +100,15 @@ def _dump(job: BackupJob) -> None:
         rows = {t["table"]: t["rows"] for t in manifest["tables"]}
         total = sum(rows.values())
         if not finish_job(
-            BackupJob, job.pk, status=Status.SUCCEEDED, file=stored, tables=rows,
-            size_bytes=path.stat().st_size, rows_done=total, rows_total=total,
-        ):  # fmt: skip
+            BackupJob,
+            job.pk,
+            status=Status.SUCCEEDED,
+            file=stored,
+            tables=rows,
+            size_bytes=path.stat().st_size,
+            rows_done=total,
+            rows_total=total,
+        ):
             default_storage.delete(stored)  # failed as lost meanwhile: offer nothing
     finally:
         path.unlink(missing_ok=True)
@@ -190,32 +196,45 @@ def start_restore_job(
     if not default_storage.exists(pending["file"]):
         raise RestoreError("the uploaded archive is gone (cleaned up); upload it again")
     job = BackupJob.objects.create(
-        kind=Kind.RESTORE, file=pending["file"], original_name=pending["original_name"],
-        size_bytes=pending["size"], study_name=str(pending["study"].get("name", ""))[:200],
-        rows_total=sum(pending["tables"].values()), tables=pending["tables"],
-        prefer_existing_issues=prefer_existing_issues, created_by=_person(user),
-    )  # fmt: skip
+        kind=Kind.RESTORE,
+        file=pending["file"],
+        original_name=pending["original_name"],
+        size_bytes=pending["size"],
+        study_name=str(pending["study"].get("name", ""))[:200],
+        rows_total=sum(pending["tables"].values()),
+        tables=pending["tables"],
+        prefer_existing_issues=prefer_existing_issues,
+        created_by=_person(user),
+    )
     enqueue_job(job)
     return job
 
 
 def _restore(job: BackupJob) -> None:
     options = RestoreOptions(
-        owner=job.created_by, prefer_existing_issues=job.prefer_existing_issues,
+        owner=job.created_by,
+        prefer_existing_issues=job.prefer_existing_issues,
         on_progress=_progress(job),
-    )  # fmt: skip
+    )
     with job.file.open("rb") as stream, transaction.atomic():
         result = restore_study(
             stream, options=options, name=job.original_name, index_for_search=False
         )
         assert result.study is not None
         # In the restore's own transaction: a restore is kept exactly when its job succeeded.
-        tables = {label: {"written": n, "reused": result.reused.get(label, 0)}
-                  for label, n in result.written.items()}  # fmt: skip
+        tables = {
+            label: {"written": n, "reused": result.reused.get(label, 0)}
+            for label, n in result.written.items()
+        }
         if not finish_job(
-            BackupJob, job.pk, status=Status.SUCCEEDED, study=result.study, tables=tables,
-            summary=result.summary(), rows_done=job.rows_total,
-        ):  # fmt: skip
+            BackupJob,
+            job.pk,
+            status=Status.SUCCEEDED,
+            study=result.study,
+            tables=tables,
+            summary=result.summary(),
+            rows_done=job.rows_total,
+        ):
             raise _Abandoned("the job was declared lost while it ran; nothing was kept")
     index_pending_issues()
 

@@ -44,9 +44,11 @@ def download(request: HttpRequest, pk: int) -> FileResponse:
     if job.kind != BackupJob.Kind.DUMP or job.status != BackupJob.Status.SUCCEEDED or not job.file:
         raise Http404("This backup has no archive")
     return FileResponse(
-        job.file.open("rb"), as_attachment=True, filename=job.download_name,
+        job.file.open("rb"),
+        as_attachment=True,
+        filename=job.download_name,
         content_type="application/zip",
-    )  # fmt: skip
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -77,9 +79,10 @@ def restore_confirm(request: HttpRequest, token: str) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         try:
             job = start_restore_job(
-                pending=pending, user=request.user,
+                pending=pending,
+                user=request.user,
                 prefer_existing_issues=form.cleaned_data["prefer_existing_issues"],
-            )  # fmt: skip
+            )
         except REFUSALS as error:
             form.add_error(None, str(error))
         else:
@@ -89,8 +92,13 @@ def restore_confirm(request: HttpRequest, token: str) -> HttpResponse:
             warn_if_waiting(request, job)
             return redirect(job)
     tables = sorted(pending["tables"].items())
-    context = {"pending": pending, "preview": restore_preview(pending), "form": form,
-               "token": token, "tables": tables}  # fmt: skip
+    context = {
+        "pending": pending,
+        "preview": restore_preview(pending),
+        "form": form,
+        "token": token,
+        "tables": tables,
+    }
     return render(
         request, "backup/restore_confirm.html", context, status=400 if form.errors else 200
     )

@@ -31,9 +31,12 @@ class Command(BaseCommand):
         study = _study(options["study"])
         round = _round(study, options["round"]) if options["round"] is not None else None
         run = start_agreement_run(
-            study=study, round=round, facets=options["facet"],
-            trigger=AgreementRun.Trigger.COMMAND, enqueue=False,
-        )  # fmt: skip
+            study=study,
+            round=round,
+            facets=options["facet"],
+            trigger=AgreementRun.Trigger.COMMAND,
+            enqueue=False,
+        )
         # A failure is recorded on the run row (and re-raised for Celery's log); say it plainly.
         with contextlib.suppress(Exception):
             run_agreement_run(run_id=run.pk)

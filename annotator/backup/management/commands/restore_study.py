@@ -26,9 +26,10 @@ class Command(BaseCommand):
         parser.add_argument("--name", default="", help="name of the restored study")
         parser.add_argument("--owner", default="", help="username to make an owner of it")
         parser.add_argument(
-            "--prefer-existing-issues", action="store_true",
+            "--prefer-existing-issues",
+            action="store_true",
             help="keep this server's copy of issues and comments that changed since the backup",
-        )  # fmt: skip
+        )
         parser.add_argument("--check", action="store_true", help="check it, write nothing")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -52,9 +53,10 @@ def _options(options: dict[str, Any]) -> RestoreOptions:
         if owner is None:
             raise CommandError(f"--owner: no user {options['owner']!r}")
     return RestoreOptions(
-        name=options["name"], owner=owner,
+        name=options["name"],
+        owner=owner,
         prefer_existing_issues=options["prefer_existing_issues"],
-    )  # fmt: skip
+    )
 
 
 def _contents(path: Path) -> str:
