@@ -17,8 +17,13 @@ def manage(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
     env["ANNOTATOR_DATA_DIR"] = str(data_dir)
     return subprocess.run(
         [sys.executable, "manage.py", *args],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=True,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
 
 
 def test_demo_seeds_an_sqlite_database_without_any_service(tmp_path):

@@ -17,8 +17,13 @@ from annotator.context_processors import nav
 from annotator.studies.services import next_assignment
 from tests.studies.factories import World, make_world
 
-LINKS = {"issues": "Issues", "import": "Import", "studies": "Studies", "codebooks": "Codebooks",
-         "tokens": "API tokens"}  # fmt: skip
+LINKS = {
+    "issues": "Issues",
+    "import": "Import",
+    "studies": "Studies",
+    "codebooks": "Codebooks",
+    "tokens": "API tokens",
+}
 CURRENT = re.compile(r'<a href="[^"]*" aria-current="page">([^<]+)</a>')
 CONVERTER = re.compile(r"<(?:(\w+):)?\w+>")
 
@@ -90,14 +95,17 @@ PAGES: list[tuple[str, Callable[[World], str], str | None]] = [
     ("studies:dashboard", lambda w: reverse("studies:dashboard", args=[w.study.pk]), "Studies"),
     ("studies:assignment", first_assignment, "Studies"),
     ("taxonomy:list", lambda w: reverse("taxonomy:list"), "Codebooks"),
-    ("taxonomy:proposals", lambda w: reverse("taxonomy:proposals", args=[w.version.codebook_id]),
-     "Codebooks"),
+    (
+        "taxonomy:proposals",
+        lambda w: reverse("taxonomy:proposals", args=[w.version.codebook_id]),
+        "Codebooks",
+    ),
     ("taxonomy:version", lambda w: reverse("taxonomy:version", args=[w.version.pk]), "Codebooks"),
     ("accounts:tokens", lambda w: reverse("accounts:tokens"), "API tokens"),
     ("agreement:study", lambda w: reverse("agreement:study", args=[w.study.pk]), None),
     ("adjudication:queue", lambda w: reverse("adjudication:queue", args=[w.study.pk]), None),
     ("exports:start", lambda w: reverse("exports:start", args=[w.study.pk]), None),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("name", "url", "current"), PAGES, ids=[p[0] for p in PAGES])

@@ -47,9 +47,14 @@ def test_every_sql_module_passes_on_sqlite(tmp_path: Path) -> None:
     if importlib.util.find_spec("xdist") is not None:
         args += ["-n", "0"]  # one process: the modules are small, workers cost more
     result = subprocess.run(
-        [sys.executable, "-c", RUN, *args], cwd=ROOT, env=env, capture_output=True, text=True,
-        timeout=600, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        [sys.executable, "-c", RUN, *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+    )
     output = f"$ pytest {' '.join(args)}\n{result.stdout}{result.stderr}"
     passed = re.search(r"(\d+) passed", result.stdout)
     assert result.returncode == 0, output

@@ -37,9 +37,12 @@ def test_study_by_name_and_round_number_with_a_summary():
 
 @pytest.mark.parametrize(
     ("args", "message"),
-    [(["nope"], "no study with id or name 'nope'"), (["{pk}", "--round", "7"], "has no round 7"),
-     (["{pk}", "--facet", "colour"], "unknown facet keys")],
-)  # fmt: skip
+    [
+        (["nope"], "no study with id or name 'nope'"),
+        (["{pk}", "--round", "7"], "has no round 7"),
+        (["{pk}", "--facet", "colour"], "unknown facet keys"),
+    ],
+)
 def test_bad_arguments_say_what_is_wrong(args, message):
     world = labelled_world(items=2, annotators=2)
     args = [a.format(pk=world.study.pk) for a in args]

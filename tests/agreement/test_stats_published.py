@@ -58,33 +58,57 @@ def _two_by_two(a: int, b: int, c: int, d: int) -> list[list[str]]:
     return _crosstab_to_pairs([[a, b], [c, d]])  # type: ignore[return-value]
 
 
+ALPHA, FLEISS = stats.krippendorff_alpha, stats.fleiss_kappa
+GWET, COHEN = stats.gwet_ac1, stats.cohen_kappa
+K2011_BINARY = _k2011("binary_two_coders")
+K2011_BEN_GERRY = _k2011("nominal_two_observers")
+WIKIPEDIA_10X14 = _counts_to_table(_csv("wikipedia_fleiss_10x14.csv"))
+SAS_TABLE10 = _crosstab_to_pairs([[0, 4, 1], [0, 8, 0], [0, 1, 5]])
+WIKIPEDIA_20_5_10_15 = _two_by_two(20, 5, 10, 15)
+WIKIPEDIA_45_15_25_15 = _two_by_two(45, 15, 25, 15)
+WIKIPEDIA_25_35_5_35 = _two_by_two(25, 35, 5, 35)
+# Feinstein & Cicchetti (1990) J Clin Epidemiol 43(6), tables A and B: same p_o = 0.85,
+# κ 0.70 vs 0.32; AC1 stays high (Gwet 2008, §4): the prevalence paradox.
+FEINSTEIN_A = _two_by_two(40, 9, 6, 45)
+FEINSTEIN_B = _two_by_two(80, 10, 5, 5)
+LINEAR = {"weights": "linear"}
+# R irr::kappa2 weights the levels PRESENT (1,2,3,4,6); declaring those reproduces it.
+PRESENT = {"categories": [1, 2, 3, 4, 6]}
+PRESENT_LINEAR = {**PRESENT, **LINEAR}
+PRESENT_QUADRATIC = {**PRESENT, "weights": "quadratic"}
+
 CASES = [
     # id, coefficient, table, options, exact value, printed value, printed decimals
-    ("K2011 nominal α", stats.krippendorff_alpha, K2011, {"level": "nominal"}, Fraction(113, 152), 0.743, 3),
-    ("K2011 interval α", stats.krippendorff_alpha, K2011, {"level": "interval"}, Fraction(951, 1120), 0.849, 3),
-    ("K2011 ordinal α", stats.krippendorff_alpha, K2011, {"level": "ordinal"}, None, 0.815, 3),
-    ("K2011 ratio α", stats.krippendorff_alpha, K2011, {"level": "ratio"}, None, 0.797, 3),
-    ("K2011 binary two coders α", stats.krippendorff_alpha, _k2011("binary_two_coders"), {}, Fraction(2, 21), 0.095, 3),
-    ("K2011 Ben and Gerry α", stats.krippendorff_alpha, _k2011("nominal_two_observers"), {}, Fraction(155, 224), 0.692, 3),
-    ("Fleiss 1971 κ (R irr 0.4302445)", stats.fleiss_kappa, FLEISS_1971, {}, None, 0.4302445, 7),
-    ("Wikipedia Fleiss 10×14 κ", stats.fleiss_kappa, _counts_to_table(_csv("wikipedia_fleiss_10x14.csv")), {}, None, 0.210, 3),
-    ("Gwet abstractors AC1", stats.gwet_ac1, _abstractors(), {}, None, 0.84933, 5),
-    ("SAS FREQ κ (table10)", stats.cohen_kappa, _crosstab_to_pairs([[0, 4, 1], [0, 8, 0], [0, 1, 5]]), {}, Fraction(107, 221), 0.4842, 4),
-    ("SAS FREQ weighted κ (Cicchetti-Allison = linear)", stats.cohen_kappa, _crosstab_to_pairs([[0, 4, 1], [0, 8, 0], [0, 1, 5]]), {"weights": "linear"}, Fraction(118, 251), 0.4701, 4),
-    ("Wikipedia Cohen κ 20/5/10/15", stats.cohen_kappa, _two_by_two(20, 5, 10, 15), {}, Fraction(2, 5), 0.4, 1),
-    ("Wikipedia Cohen κ 45/15/25/15", stats.cohen_kappa, _two_by_two(45, 15, 25, 15), {}, Fraction(3, 23), 0.1304, 4),
-    ("Wikipedia Cohen κ 25/35/5/35", stats.cohen_kappa, _two_by_two(25, 35, 5, 35), {}, Fraction(7, 27), 0.2593, 4),
-    # R irr::kappa2 weights the levels PRESENT (1,2,3,4,6); declaring those reproduces it.
-    ("R irr anxiety κ", stats.cohen_kappa, ANXIETY_2_3, {"categories": [1, 2, 3, 4, 6]}, None, -0.006289308, 9),
-    ("R irr anxiety κ equal", stats.cohen_kappa, ANXIETY_2_3, {"categories": [1, 2, 3, 4, 6], "weights": "linear"}, None, 0.1459075, 7),
-    ("R irr anxiety κ squared", stats.cohen_kappa, ANXIETY_2_3, {"categories": [1, 2, 3, 4, 6], "weights": "quadratic"}, None, 0.2520325, 7),
-    # Feinstein & Cicchetti (1990) J Clin Epidemiol 43(6): same p_o = 0.85, κ 0.70 vs 0.32;
-    # AC1 stays high (Gwet 2008, §4): the prevalence paradox.
-    ("Feinstein-Cicchetti A κ", stats.cohen_kappa, _two_by_two(40, 9, 6, 45), {}, Fraction(3492, 4992), 0.70, 2),
-    ("Feinstein-Cicchetti B κ", stats.cohen_kappa, _two_by_two(80, 10, 5, 5), {}, Fraction(7, 22), 0.32, 2),
-    ("Feinstein-Cicchetti A AC1", stats.gwet_ac1, _two_by_two(40, 9, 6, 45), {}, Fraction(35125, 50125), 0.70, 2),
-    ("Feinstein-Cicchetti B AC1", stats.gwet_ac1, _two_by_two(80, 10, 5, 5), {}, Fraction(63125, 78125), 0.81, 2),
-]  # fmt: skip
+    ("K2011 nominal α", ALPHA, K2011, {"level": "nominal"}, Fraction(113, 152), 0.743, 3),
+    ("K2011 interval α", ALPHA, K2011, {"level": "interval"}, Fraction(951, 1120), 0.849, 3),
+    ("K2011 ordinal α", ALPHA, K2011, {"level": "ordinal"}, None, 0.815, 3),
+    ("K2011 ratio α", ALPHA, K2011, {"level": "ratio"}, None, 0.797, 3),
+    ("K2011 binary two coders α", ALPHA, K2011_BINARY, {}, Fraction(2, 21), 0.095, 3),
+    ("K2011 Ben and Gerry α", ALPHA, K2011_BEN_GERRY, {}, Fraction(155, 224), 0.692, 3),
+    ("Fleiss 1971 κ (R irr 0.4302445)", FLEISS, FLEISS_1971, {}, None, 0.4302445, 7),
+    ("Wikipedia Fleiss 10×14 κ", FLEISS, WIKIPEDIA_10X14, {}, None, 0.210, 3),
+    ("Gwet abstractors AC1", GWET, _abstractors(), {}, None, 0.84933, 5),
+    ("SAS FREQ κ (table10)", COHEN, SAS_TABLE10, {}, Fraction(107, 221), 0.4842, 4),
+    (
+        "SAS FREQ weighted κ (Cicchetti-Allison = linear)",
+        COHEN,
+        SAS_TABLE10,
+        LINEAR,
+        Fraction(118, 251),
+        0.4701,
+        4,
+    ),
+    ("Wikipedia Cohen κ 20/5/10/15", COHEN, WIKIPEDIA_20_5_10_15, {}, Fraction(2, 5), 0.4, 1),
+    ("Wikipedia Cohen κ 45/15/25/15", COHEN, WIKIPEDIA_45_15_25_15, {}, Fraction(3, 23), 0.1304, 4),
+    ("Wikipedia Cohen κ 25/35/5/35", COHEN, WIKIPEDIA_25_35_5_35, {}, Fraction(7, 27), 0.2593, 4),
+    ("R irr anxiety κ", COHEN, ANXIETY_2_3, PRESENT, None, -0.006289308, 9),
+    ("R irr anxiety κ equal", COHEN, ANXIETY_2_3, PRESENT_LINEAR, None, 0.1459075, 7),
+    ("R irr anxiety κ squared", COHEN, ANXIETY_2_3, PRESENT_QUADRATIC, None, 0.2520325, 7),
+    ("Feinstein-Cicchetti A κ", COHEN, FEINSTEIN_A, {}, Fraction(3492, 4992), 0.70, 2),
+    ("Feinstein-Cicchetti B κ", COHEN, FEINSTEIN_B, {}, Fraction(7, 22), 0.32, 2),
+    ("Feinstein-Cicchetti A AC1", GWET, FEINSTEIN_A, {}, Fraction(35125, 50125), 0.70, 2),
+    ("Feinstein-Cicchetti B AC1", GWET, FEINSTEIN_B, {}, Fraction(63125, 78125), 0.81, 2),
+]
 
 
 @pytest.mark.parametrize(

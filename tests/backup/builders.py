@@ -57,14 +57,20 @@ from tests.factories import IssueCommentFactory, IssueFactory, UserFactory
 T0 = datetime(2024, 3, 1, 9, 30, tzinfo=UTC)
 # Per main-round issue (by index): each annotator's labels, or "skip".
 MAIN: list[tuple[Any, Any]] = [
-    ({"screening": "relevant", "symptom": "hang", "fix": ["config"]},
-     {"screening": "relevant", "symptom": "hang", "fix": ["config"]}),
-    ({"screening": "relevant", "symptom": "oom", "fix": ["version", "config"]},
-     {"screening": "relevant", "symptom": "crash", "fix": ["version"]}),
-    ({"screening": "relevant", "symptom": "slow", "fix": ["version", "config"]},
-     {"screening": "relevant", "symptom": "slow", "fix": ["config"]}),
+    (
+        {"screening": "relevant", "symptom": "hang", "fix": ["config"]},
+        {"screening": "relevant", "symptom": "hang", "fix": ["config"]},
+    ),
+    (
+        {"screening": "relevant", "symptom": "oom", "fix": ["version", "config"]},
+        {"screening": "relevant", "symptom": "crash", "fix": ["version"]},
+    ),
+    (
+        {"screening": "relevant", "symptom": "slow", "fix": ["version", "config"]},
+        {"screening": "relevant", "symptom": "slow", "fix": ["config"]},
+    ),
     ("skip", {"screening": "not-a-bug"}),
-]  # fmt: skip
+]
 CALIBRATION = [
     {"screening": "relevant", "symptom": "hang", "fix": ["version"]},
     {"screening": "not-a-bug", "fix": ["config"]},
@@ -118,16 +124,22 @@ def rich_study() -> Built:
 def _enrich_issues(issues: list[Issue]) -> None:
     for n, issue in enumerate(issues):
         Issue.objects.filter(pk=issue.pk).update(
-            labels=["bug", f"area-{n}"], author=f"reporter{n}", created_at=T0 + timedelta(days=n),
-            updated_at=T0 + timedelta(days=n, hours=3), comments_count=2,
+            labels=["bug", f"area-{n}"],
+            author=f"reporter{n}",
+            created_at=T0 + timedelta(days=n),
+            updated_at=T0 + timedelta(days=n, hours=3),
+            comments_count=2,
             raw={"number": issue.number, "reactions": {"+1": n}, "body": issue.body},
             html_url=f"https://github.com/{issue.repository.full_name}/issues/{issue.number}",
-        )  # fmt: skip
+        )
         for k in range(2):
             IssueCommentFactory(
-                issue=issue, author=f"maintainer{k}", created_at=T0 + timedelta(days=n, hours=k),
-                raw={"id": 1000 * issue.pk + k}, github_id=1000 * issue.pk + k,
-            )  # fmt: skip
+                issue=issue,
+                author=f"maintainer{k}",
+                created_at=T0 + timedelta(days=n, hours=k),
+                raw={"id": 1000 * issue.pk + k},
+                github_id=1000 * issue.pk + k,
+            )
 
 
 def _label_everything(scene: Scene, person: Any, plan: dict[int, Any]) -> None:
@@ -137,9 +149,12 @@ def _label_everything(scene: Scene, person: Any, plan: dict[int, Any]) -> None:
             skip_assignment(assignment=assignment, user=person, reason="a duplicate, I think")
             continue
         submit_annotation(
-            assignment=assignment, user=person, labels=scene.world.labels(**codes),
-            notes=f"{person.username} on {assignment.item.issue_id}", seconds_spent=42,
-        )  # fmt: skip
+            assignment=assignment,
+            user=person,
+            labels=scene.world.labels(**codes),
+            notes=f"{person.username} on {assignment.item.issue_id}",
+            seconds_spent=42,
+        )
 
 
 def _runs(scene: Scene, calibration: Round) -> None:
@@ -168,9 +183,13 @@ def _adjudicate(scene: Scene, items: dict[str, Item]) -> None:
     item = items["adjudicated"]
     labels = scene.world.labels(screening="relevant", symptom="oom", fix=["version", "config"])
     adjudicate_item(
-        item=item, user=scene.adjudicator, labels=labels, reason="annotator-slip",
-        comment="The log shows CUDA OOM first.", version=0,
-    )  # fmt: skip
+        item=item,
+        user=scene.adjudicator,
+        labels=labels,
+        reason="annotator-slip",
+        comment="The log shows CUDA OOM first.",
+        version=0,
+    )
     release_item(item=items["queued"])
     queued = Item.objects.get(pk=items["queued"].pk)
     member = Membership.objects.get(study=scene.study, user=scene.annotators[0])
@@ -186,9 +205,12 @@ def _codebook_work(scene: Scene) -> None:
     assignment = scene.study.items.first().assignments.get(annotator=scene.annotators[0])
     facet = scene.world.version.facets.get(key="symptom")
     proposal = propose_category(
-        assignment=assignment, user=scene.annotators[0], facet_id=facet.pk,
-        name="NCCL timeout", rationale="Many hangs are NCCL timeouts.",
-    )  # fmt: skip
+        assignment=assignment,
+        user=scene.annotators[0],
+        facet_id=facet.pk,
+        name="NCCL timeout",
+        rationale="Many hangs are NCCL timeouts.",
+    )
     accepted = accept_proposal(proposal=proposal, user=scene.owner)
     other = accepted.facet.categories.get(code="other")
     split_category(source=other, names=["Other runtime", "Other build"], user=scene.owner)
@@ -198,19 +220,34 @@ def _codebook_work(scene: Scene) -> None:
     assert slow.pk < accepted.pk
     publish_version(version=accepted.facet.version, changelog="NCCL timeouts", user=scene.owner)
     rejected = propose_category(
-        assignment=assignment, user=scene.annotators[0], facet_id=facet.pk, name="Flaky",
-    )  # fmt: skip
+        assignment=assignment,
+        user=scene.annotators[0],
+        facet_id=facet.pk,
+        name="Flaky",
+    )
     reject_proposal(proposal=rejected, reason="Not a symptom.", user=scene.owner)
 
 
 def _study_records(scene: Scene) -> None:
     create_invitation(study=scene.study, user=scene.owner)
     ExportJob.objects.create(
-        study=scene.study, format="parquet", table="final", filters={"round": 1},
-        status="succeeded", total_rows=4, rows_written=4, file="exports/old.parquet",
-        size_bytes=1234, card="# Dataset card", created_by=scene.owner,
-    )  # fmt: skip
+        study=scene.study,
+        format="parquet",
+        table="final",
+        filters={"round": 1},
+        status="succeeded",
+        total_rows=4,
+        rows_written=4,
+        file="exports/old.parquet",
+        size_bytes=1234,
+        card="# Dataset card",
+        created_by=scene.owner,
+    )
     ExportJob.objects.create(
-        study=scene.study, format="xlsx", status="failed", error="disk full",
-        filters={"repository": "deepspeedai/DeepSpeed"}, created_by=scene.adjudicator,
-    )  # fmt: skip
+        study=scene.study,
+        format="xlsx",
+        status="failed",
+        error="disk full",
+        filters={"repository": "deepspeedai/DeepSpeed"},
+        created_by=scene.adjudicator,
+    )

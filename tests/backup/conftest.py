@@ -38,9 +38,13 @@ class Database:
         """Run `manage.py ARGS` against this database in a separate process."""
         env = {**os.environ, "DATABASE_URL": self.url, "DATABASE_CONN_MAX_AGE": "0"}
         return subprocess.run(
-            [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True,
-            text=True, timeout=300,
-        )  # fmt: skip
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
 
 
 def _url(name: str) -> str:

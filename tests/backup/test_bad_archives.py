@@ -75,9 +75,10 @@ def test_an_archive_of_a_newer_format_is_refused(good, tmp_path):
 
 def test_an_archive_made_with_newer_migrations_is_refused(good, tmp_path):
     path = rewrite(
-        good, tmp_path / "newer.zip",
+        good,
+        tmp_path / "newer.zip",
         manifest=lambda m: m["migrations"]["studies"].append("0099_from_the_future"),
-    )  # fmt: skip
+    )
     refused(path, "migration studies.0099_from_the_future is unknown here")
 
 
@@ -86,10 +87,12 @@ def test_an_archive_made_with_newer_migrations_is_refused(good, tmp_path):
     [
         (b"number,title\n1,Hang\n", "foreign.zip is not a zip archive"),
         ({"issues.jsonl": b"{}\n"}, "foreign.zip has no manifest.json: not an annotator study"),
-        ({"manifest.json": b'{"format": "label-studio-export"}'},
-         "format is 'label-studio-export', not 'annotator-study-backup'"),
+        (
+            {"manifest.json": b'{"format": "label-studio-export"}'},
+            "format is 'label-studio-export', not 'annotator-study-backup'",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_foreign_file_is_refused(tmp_path, content, message):
     path = tmp_path / "foreign.zip"
     if isinstance(content, bytes):
@@ -125,17 +128,23 @@ def test_a_row_with_a_bad_value_is_refused_by_member_line_and_field(good, tmp_pa
     # Written after users, issues, the codebook and the study: all of them roll back.
     bad = {"submitted_at": "the day before yesterday"}
     path = rewrite(
-        good, tmp_path / "bad-row.zip", reseal=True,
+        good,
+        tmp_path / "bad-row.zip",
+        reseal=True,
         members=lambda files: edit_line(files, "studies.annotation.jsonl", 3, bad),
-    )  # fmt: skip
+    )
     refused(path, "studies.annotation.jsonl line 3, field 'submitted_at': ")
 
 
 def test_a_reference_to_a_row_not_in_the_archive_is_refused(good, tmp_path):
     path = rewrite(
-        good, tmp_path / "dangling.zip", reseal=True,
-        members=lambda files: edit_line(files, "studies.annotationlabel.jsonl", 2, {"category": 999999}),
-    )  # fmt: skip
+        good,
+        tmp_path / "dangling.zip",
+        reseal=True,
+        members=lambda files: edit_line(
+            files, "studies.annotationlabel.jsonl", 2, {"category": 999999}
+        ),
+    )
     refused(
         path,
         "studies.annotationlabel.jsonl line 2, field 'category': 999999 is not a row of "
@@ -169,10 +178,12 @@ def test_a_member_inflating_past_the_size_its_headers_declare_is_refused(good, t
     """The bomb that lies: its zip headers (and manifest) claim 64 bytes, it holds 32 MB."""
     member = "studies.item.jsonl"
     path = rewrite(
-        good, tmp_path / "liar.zip", reseal=True,
+        good,
+        tmp_path / "liar.zip",
+        reseal=True,
         members=lambda files: files.update({member: b"\n" * (32 * 1024 * 1024)}),
         manifest=lambda m: next(t for t in m["tables"] if t["member"] == member).update(bytes=64),
-    )  # fmt: skip
+    )
     data = bytearray(path.read_bytes())
     with zipfile.ZipFile(path) as archive:
         local = archive.getinfo(member).header_offset

@@ -58,8 +58,10 @@ def test_a_backup_holds_its_study_and_nothing_of_another(tmp_path):
         reader.verify()
         assert [r["name"] for r in rows_of(reader, "studies.study")] == ["Study"]
         assert {r["username"] for r in rows_of(reader, "auth.user")} == {
-            "study-owner", "annotator-0", "annotator-1",
-        }  # fmt: skip
+            "study-owner",
+            "annotator-0",
+            "annotator-1",
+        }
         assert {r["owner"] for r in rows_of(reader, "issues.repository")} == {"hpcaitech"}
         assert len(rows_of(reader, "issues.issue")) == 2
         assert len(rows_of(reader, "studies.annotationlabel")) == 12
@@ -117,10 +119,16 @@ def test_a_dump_streams_rows_rather_than_holding_the_study(tmp_path):
     # numbers after the factory's: its sequence runs on across the tests of a session
     first = Issue.objects.filter(repository=repository).aggregate(Max("number"))["number__max"] + 1
     Issue.objects.bulk_create(
-        Issue(repository=repository, number=first + n, title=f"log {n}", body=body, state="open",
-              content_hash=f"{n:064x}")
+        Issue(
+            repository=repository,
+            number=first + n,
+            title=f"log {n}",
+            body=body,
+            state="open",
+            content_hash=f"{n:064x}",
+        )
         for n in range(400)
-    )  # fmt: skip
+    )
     select_issues(study=world.study, round=world.round, filters={"repository": repository.pk})
     total = Issue.objects.count() * len(body)
     tracemalloc.start()

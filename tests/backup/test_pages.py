@@ -120,9 +120,10 @@ def test_a_restore_job_whose_archive_fails_its_check_fails_with_the_reason_and_w
     client.post(confirm)
     job = BackupJob.objects.get(kind="restore")
     tampered = rewrite(
-        archive, tmp_path / "tampered.zip",
+        archive,
+        tmp_path / "tampered.zip",
         members=lambda files: files.update({"studies.item.jsonl": b"{}\n"}),
-    )  # fmt: skip
+    )
     with default_storage.open(job.file.name, "wb") as stored:  # changed on disk meanwhile
         stored.write(tampered.read_bytes())
     run_backup_job(job_id=job.pk)

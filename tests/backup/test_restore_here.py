@@ -34,10 +34,12 @@ def labels_by_issue(study: Study) -> set[tuple[int, str, str, str]]:
     rows = AnnotationLabel.objects.filter(annotation__assignment__item__study=study)
     return set(
         rows.values_list(
-            "annotation__assignment__item__issue_id", "annotation__assignment__annotator__username",
-            "facet__key", "category__code",
+            "annotation__assignment__item__issue_id",
+            "annotation__assignment__annotator__username",
+            "facet__key",
+            "category__code",
         )
-    )  # fmt: skip
+    )
 
 
 def test_restoring_beside_the_original_reuses_its_issues_people_and_codebook(world_and_archive):
@@ -47,8 +49,13 @@ def test_restoring_beside_the_original_reuses_its_issues_people_and_codebook(wor
     restored = result.study
     assert restored is not None and restored.pk != world.study.pk
     assert restored.name.startswith("Study (restored ") and restored.name.endswith(")")
-    for table in ("auth.user", "issues.issue", "issues.issuecomment", "taxonomy_app.category",
-                  "taxonomy_app.codebookversion"):  # fmt: skip
+    for table in (
+        "auth.user",
+        "issues.issue",
+        "issues.issuecomment",
+        "taxonomy_app.category",
+        "taxonomy_app.codebookversion",
+    ):
         assert counts()[table] == before[table], table
     assert counts()["studies.item"] == 2 * before["studies.item"]
     assert labels_by_issue(restored) == labels_by_issue(world.study)

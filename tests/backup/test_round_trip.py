@@ -57,9 +57,9 @@ def _check_what_the_comparison_cannot_see(cursor, built) -> None:
     assert study_id != built.study.pk
     cursor.execute("SELECT username, password, is_staff, is_superuser FROM auth_user")
     users = cursor.fetchall()
-    assert {u[0] for u in users} == {
-        "study-owner", "annotator-0", "annotator-1", "annotator-late", "adjudicator",
-    }  # the outsider, in no row of the study, is not carried  # fmt: skip
+    # The outsider, in no row of the study, is not carried.
+    people = {"study-owner", "annotator-0", "annotator-1", "annotator-late", "adjudicator"}
+    assert {u[0] for u in users} == people
     assert all(not is_password_usable(u[1]) and not u[2] and not u[3] for u in users)
     cursor.execute("SELECT result FROM agreement_agreementrun WHERE result IS NOT NULL")
     assert {row[0]["study"] for row in cursor.fetchall()} == {study_id}

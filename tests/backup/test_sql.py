@@ -26,22 +26,38 @@ def test_a_renamed_field_fails_when_a_statement_is_built():
     with pytest.raises(FieldDoesNotExist):
         _ = Table(Study, "s").title
     with pytest.raises(FieldDoesNotExist):
-        RowInsert(Issue, [*Issue._meta.concrete_fields, Study._meta.get_field("name")],
-                  returning=True, batch=10)  # fmt: skip
+        RowInsert(
+            Issue,
+            [*Issue._meta.concrete_fields, Study._meta.get_field("name")],
+            returning=True,
+            batch=10,
+        )
 
 
 def _values(repository: Repository, number: int) -> dict[str, Any]:
     """An archived issue as a restore holds it: {attname: Python value}."""
     return {
-        "repository_id": repository.pk, "number": number, "github_id": None,
-        "title": f"Issue {number}", "body": "tab\there\nnewline 中文", "state": "closed",
-        "state_reason": "completed", "labels": ["bug", "nccl"], "author": "someone",
-        "created_at": datetime(2023, 1, 2, 3, 4, 5, 678_000, tzinfo=UTC), "updated_at": None,
-        "closed_at": datetime(2023, 2, 1, tzinfo=UTC), "is_pull_request": True,
-        "html_url": f"https://github.com/o/r/issues/{number}", "comments_count": 2,
-        "raw": {"number": number, "nested": [1, None, {"a": "b"}]}, "content_hash": "ab" * 32,
-        "search_vector": None, "imported_at": ARCHIVED_AT, "changed_at": None,
-    }  # fmt: skip
+        "repository_id": repository.pk,
+        "number": number,
+        "github_id": None,
+        "title": f"Issue {number}",
+        "body": "tab\there\nnewline 中文",
+        "state": "closed",
+        "state_reason": "completed",
+        "labels": ["bug", "nccl"],
+        "author": "someone",
+        "created_at": datetime(2023, 1, 2, 3, 4, 5, 678_000, tzinfo=UTC),
+        "updated_at": None,
+        "closed_at": datetime(2023, 2, 1, tzinfo=UTC),
+        "is_pull_request": True,
+        "html_url": f"https://github.com/o/r/issues/{number}",
+        "comments_count": 2,
+        "raw": {"number": number, "nested": [1, None, {"a": "b"}]},
+        "content_hash": "ab" * 32,
+        "search_vector": None,
+        "imported_at": ARCHIVED_AT,
+        "changed_at": None,
+    }
 
 
 def _stored(repository: Repository) -> list[dict[str, Any]]:

@@ -36,27 +36,52 @@ def test_a_renamed_field_fails_when_a_statement_is_built():
 # --- the import's upsert ------------------------------------------------------------------------
 def _row(repository_id: int, number: int, **values: Any) -> tuple[Any, ...]:
     fields = {
-        "repository": repository_id, "number": number, "github_id": 1000 + number,
-        "title": f"Issue {number}", "body": "NCCL timeout", "state": "open", "state_reason": "",
-        "labels": ["bug"], "author": "someone",
-        "created_at": datetime(2023, 1, 2, 3, 4, 5, tzinfo=UTC), "updated_at": None,
-        "closed_at": None, "is_pull_request": False,
-        "html_url": f"https://github.com/o/r/issues/{number}", "comments_count": 0,
-        "raw": {"number": number}, "content_hash": f"{number:064x}",
-    } | values  # fmt: skip
+        "repository": repository_id,
+        "number": number,
+        "github_id": 1000 + number,
+        "title": f"Issue {number}",
+        "body": "NCCL timeout",
+        "state": "open",
+        "state_reason": "",
+        "labels": ["bug"],
+        "author": "someone",
+        "created_at": datetime(2023, 1, 2, 3, 4, 5, tzinfo=UTC),
+        "updated_at": None,
+        "closed_at": None,
+        "is_pull_request": False,
+        "html_url": f"https://github.com/o/r/issues/{number}",
+        "comments_count": 0,
+        "raw": {"number": number},
+        "content_hash": f"{number:064x}",
+    } | values
     return tuple(fields[f.name] for f in sql.IMPORTED_FIELDS)
 
 
 def _rows_for(repository_id: int) -> list[tuple[Any, ...]]:
     return [
         # An update: GitHub says 1 comment, 3 are stored; the larger count wins.
-        _row(repository_id, 1, title="edited", comments_count=1, state="closed",
-             closed_at=datetime(2023, 2, 1, tzinfo=UTC)),
+        _row(
+            repository_id,
+            1,
+            title="edited",
+            comments_count=1,
+            state="closed",
+            closed_at=datetime(2023, 2, 1, tzinfo=UTC),
+        ),
         # A new issue with every kind of value COPY's text format must escape.
-        _row(repository_id, 2, title=AWKWARD, body=AWKWARD, labels=[AWKWARD, "x"],
-             raw={"body": AWKWARD, "n": [1, None, True]}, github_id=None, is_pull_request=True,
-             comments_count=5, author=""),
-    ]  # fmt: skip
+        _row(
+            repository_id,
+            2,
+            title=AWKWARD,
+            body=AWKWARD,
+            labels=[AWKWARD, "x"],
+            raw={"body": AWKWARD, "n": [1, None, True]},
+            github_id=None,
+            is_pull_request=True,
+            comments_count=5,
+            author="",
+        ),
+    ]
 
 
 def _stored(repository_id: int) -> list[dict[str, Any]]:

@@ -157,8 +157,10 @@ def url_of(case: Case, scene: Scene) -> str:
     """The route's URL with the scene's objects in its parameters (reverse() for a named
     route; an unnamed one is filled in place)."""
     assert case.spec is not None
-    params = {**getattr(case.pattern.pattern, "converters", {}),
-              **case.pattern.pattern.regex.groupindex}  # fmt: skip
+    params = {
+        **getattr(case.pattern.pattern, "converters", {}),
+        **case.pattern.pattern.regex.groupindex,
+    }
     missing = [p for p in params if p not in case.spec.params]
     assert not missing, f"{case.key}: the table names no value for parameter(s) {missing}"
     values = {}
@@ -232,6 +234,9 @@ def matches(response: Any, want: Expected) -> bool:
 
 # Text that must never reach a role: the other annotator's notes, or either's from outside.
 HIDDEN = {
-    "anonymous": (SECRET_A, SECRET_B), "outsider": (SECRET_A, SECRET_B),
-    "annotator": (SECRET_B,), "peer": (SECRET_A,), "staff": (SECRET_A, SECRET_B),
-}  # fmt: skip
+    "anonymous": (SECRET_A, SECRET_B),
+    "outsider": (SECRET_A, SECRET_B),
+    "annotator": (SECRET_B,),
+    "peer": (SECRET_A,),
+    "staff": (SECRET_A, SECRET_B),
+}

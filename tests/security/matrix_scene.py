@@ -72,13 +72,21 @@ def build_scene() -> Scene:
     fresh = Item.objects.filter(study=world.study, assignments__isnull=True).get()
     release_item(item=released)
     adjudicate_item(
-        item=decided, user=adjudicator, labels=_labels(world, "crash"),
-        reason="annotator-slip", version=0,
-    )  # fmt: skip
+        item=decided,
+        user=adjudicator,
+        labels=_labels(world, "crash"),
+        reason="annotator-slip",
+        version=0,
+    )
     users = {
-        "anonymous": None, "outsider": outsider, "annotator": a, "peer": b,
-        "adjudicator": adjudicator, "owner": world.owner, "staff": staff,
-    }  # fmt: skip
+        "anonymous": None,
+        "outsider": outsider,
+        "annotator": a,
+        "peer": b,
+        "adjudicator": adjudicator,
+        "owner": world.owner,
+        "staff": staff,
+    }
     items = {"item": decided, "item_open": mine.item, "item_released": released, "fresh": fresh}
     ids = {**_ids(world, items, mine, theirs), **_backups(world.study, world.owner, staff)}
     return Scene(users=users, ids=ids)
@@ -114,22 +122,35 @@ def _ids(
     export = start_export_job(study=study, format="csv", user=owner)
     run_export_job(job_id=export.pk)
     proposal = propose_category(
-        assignment=mine, user=mine.annotator, name="Deadlock in NCCL", rationale="hangs",
+        assignment=mine,
+        user=mine.annotator,
+        name="Deadlock in NCCL",
+        rationale="hangs",
         facet_id=world.category("symptom", "hang").facet_id,
-    )  # fmt: skip
+    )
     category = world.category("symptom", "hang")
     ids = {
-        "study": study.pk, "round": world.round.pk, "run": run.pk, "export": export.pk,
-        "assignment": mine.pk, "assignment_peer": theirs.pk, "proposal": proposal.pk,
-        "issue": items["item"].issue_id, "codebook": world.version.codebook_id,
-        "version": world.version.pk, "facet": category.facet_id, "category": category.pk,
-        "import_job": _import_job(owner).pk, "sync_job": _sync_job(owner).pk,
+        "study": study.pk,
+        "round": world.round.pk,
+        "run": run.pk,
+        "export": export.pk,
+        "assignment": mine.pk,
+        "assignment_peer": theirs.pk,
+        "proposal": proposal.pk,
+        "issue": items["item"].issue_id,
+        "codebook": world.version.codebook_id,
+        "version": world.version.pk,
+        "facet": category.facet_id,
+        "category": category.pk,
+        "import_job": _import_job(owner).pk,
+        "sync_job": _sync_job(owner).pk,
         "invitation": create_invitation(study=study, user=owner).token,
-        "prior": PRIOR_TOKEN, "user": owner.pk,
+        "prior": PRIOR_TOKEN,
+        "user": owner.pk,
         "token": create_api_token(user=owner, name="notebook")[0].pk,
         "content_type": ContentType.objects.get_for_model(study).pk,
         **{key: item.pk for key, item in items.items()},
-    }  # fmt: skip
+    }
     return {key: str(value) for key, value in ids.items()}
 
 
@@ -137,13 +158,19 @@ def _backups(study: Any, owner: Any, staff: Any) -> dict[str, str]:
     """A finished backup of S with its archive, and a finished restore (started by staff)."""
     archive = default_storage.save("backups/study.zip", ContentFile(b"PK\x05\x06" + bytes(18)))
     dump = BackupJob.objects.create(
-        kind=BackupJob.Kind.DUMP, study=study, study_name=study.name, created_by=owner,
-        status=BackupJob.Status.SUCCEEDED, file=archive,
-    )  # fmt: skip
-    restore = BackupJob.objects.create(
-        kind=BackupJob.Kind.RESTORE, study_name="Restored", created_by=staff,
+        kind=BackupJob.Kind.DUMP,
+        study=study,
+        study_name=study.name,
+        created_by=owner,
         status=BackupJob.Status.SUCCEEDED,
-    )  # fmt: skip
+        file=archive,
+    )
+    restore = BackupJob.objects.create(
+        kind=BackupJob.Kind.RESTORE,
+        study_name="Restored",
+        created_by=staff,
+        status=BackupJob.Status.SUCCEEDED,
+    )
     return {"backup": str(dump.pk), "restore": str(restore.pk), "upload": RESTORE_TOKEN}
 
 
@@ -151,17 +178,26 @@ def pending_restore(scene: Scene) -> dict[str, Any]:
     """What the restore page keeps in the session of the staff member who uploaded an archive,
     until they confirm (annotator/backup/views.py)."""
     return {
-        "file": "restore-uploads/matrix.zip", "original_name": "study.zip", "size": 22,
-        "study": {"name": "Study"}, "created_at": "2026-01-01T00:00:00", "app_version": "0.1.0",
-        "format_version": 1, "tables": {"studies_study": 1}, "usernames": ["study-owner"],
-    }  # fmt: skip
+        "file": "restore-uploads/matrix.zip",
+        "original_name": "study.zip",
+        "size": 22,
+        "study": {"name": "Study"},
+        "created_at": "2026-01-01T00:00:00",
+        "app_version": "0.1.0",
+        "format_version": 1,
+        "tables": {"studies_study": 1},
+        "usernames": ["study-owner"],
+    }
 
 
 def _import_job(owner: Any) -> ImportJob:
     return ImportJob.objects.create(
-        original_name="issues.json", file="imports/issues.json", created_by=owner,
-        status=ImportJob.Status.SUCCEEDED, created=3,
-    )  # fmt: skip
+        original_name="issues.json",
+        file="imports/issues.json",
+        created_by=owner,
+        status=ImportJob.Status.SUCCEEDED,
+        created=3,
+    )
 
 
 def _sync_job(owner: Any) -> SyncJob:
@@ -174,9 +210,8 @@ def admin_object_id(route: str) -> str:
     """The pk of a row of the model an admin route edits: `admin:<app>_<model>_<view>` by
     name, or `admin/<app>/<model>/…` by pattern ("1" when the table is empty)."""
     for model in apps.get_models():
-        meta = model._meta
-        if route.startswith((f"admin:{meta.app_label}_{meta.model_name}_",
-                             f"admin/{meta.app_label}/{meta.model_name}/")):  # fmt: skip
+        app, name = model._meta.app_label, model._meta.model_name
+        if route.startswith((f"admin:{app}_{name}_", f"admin/{app}/{name}/")):
             row = model._default_manager.order_by("pk").first()
             return str(row.pk) if row is not None else "1"
     raise LookupError(f"no model for admin route {route}")
@@ -186,9 +221,13 @@ def wizard_state(scene: Scene) -> dict[str, Any]:
     """What the prior-labels wizard keeps in its starter's session after the upload step."""
     sheets = [{"name": "alice", "columns": ["url", "symptom"], "rows": 1, "key": "url"}]
     return {
-        "file": f"prior-labels/{PRIOR_TOKEN}.xlsx", "filename": "round1.xlsx",
-        "study": int(scene.ids["study"]), "study_name": "", "version": None, "sheets": sheets,
-    }  # fmt: skip
+        "file": f"prior-labels/{PRIOR_TOKEN}.xlsx",
+        "filename": "round1.xlsx",
+        "study": int(scene.ids["study"]),
+        "study_name": "",
+        "version": None,
+        "sheets": sheets,
+    }
 
 
 # Steps kept in a session: the owner is mid-way through the prior-labels wizard, staff have

@@ -79,24 +79,39 @@ def owner_pages(p: Populated) -> list[str]:
     study, item, version = p.study.pk, p.disputed.pk, p.world.version
     issue = p.world.issues[0].pk
     return [
-        reverse("issues:list"), reverse("issues:list") + "?q=issue", reverse("issues:detail", args=[issue]),
-        reverse("issues:import"), reverse("issues:sync"),
-        reverse("studies:list"), reverse("studies:create"), reverse("studies:detail", args=[study]),
-        reverse("studies:edit", args=[study]), reverse("studies:members", args=[study]),
-        reverse("studies:select", args=[study]), reverse("studies:dashboard", args=[study]),
+        reverse("issues:list"),
+        reverse("issues:list") + "?q=issue",
+        reverse("issues:detail", args=[issue]),
+        reverse("issues:import"),
+        reverse("issues:sync"),
+        reverse("studies:list"),
+        reverse("studies:create"),
+        reverse("studies:detail", args=[study]),
+        reverse("studies:edit", args=[study]),
+        reverse("studies:members", args=[study]),
+        reverse("studies:select", args=[study]),
+        reverse("studies:dashboard", args=[study]),
         reverse("studies:item", args=[item]),
-        reverse("adjudication:queue", args=[study]), reverse("adjudication:items", args=[study]),
-        reverse("adjudication:relabel", args=[study]), reverse("adjudication:item", args=[item]),
-        reverse("adjudication:history", args=[item]), reverse("adjudication:discussion", args=[item]),
-        reverse("agreement:study", args=[study]), reverse("agreement:run", args=[p.run.pk]),
-        reverse("exports:start", args=[study]), reverse("exports:job", args=[p.export.pk]),
-        reverse("exports:analysis", args=[study]), reverse("exports:analysis_issues", args=[study]),
+        reverse("adjudication:queue", args=[study]),
+        reverse("adjudication:items", args=[study]),
+        reverse("adjudication:relabel", args=[study]),
+        reverse("adjudication:item", args=[item]),
+        reverse("adjudication:history", args=[item]),
+        reverse("adjudication:discussion", args=[item]),
+        reverse("agreement:study", args=[study]),
+        reverse("agreement:run", args=[p.run.pk]),
+        reverse("exports:start", args=[study]),
+        reverse("exports:job", args=[p.export.pk]),
+        reverse("exports:analysis", args=[study]),
+        reverse("exports:analysis_issues", args=[study]),
         reverse("exports:prior_upload"),
         reverse("taxonomy:list"),
-        reverse("taxonomy:version", args=[version.pk]), reverse("taxonomy:version", args=[p.draft.pk]),
-        reverse("taxonomy:diff", args=[p.draft.pk]), reverse("taxonomy:guideline", args=[version.pk]),
+        reverse("taxonomy:version", args=[version.pk]),
+        reverse("taxonomy:version", args=[p.draft.pk]),
+        reverse("taxonomy:diff", args=[p.draft.pk]),
+        reverse("taxonomy:guideline", args=[version.pk]),
         reverse("taxonomy:proposals", args=[version.codebook_id]),
-    ]  # fmt: skip
+    ]
 
 
 def test_every_main_page_sends_the_strict_policy_and_has_no_inline_code(populated) -> None:  # type: ignore[no-untyped-def]
@@ -172,8 +187,12 @@ def test_the_api_and_the_login_page_carry_the_policy(populated) -> None:  # type
 def test_error_pages_carry_the_policy(populated) -> None:  # type: ignore[no-untyped-def]
     client = as_user(populated.owner)
     client.raise_request_exception = False
-    for url, status in (("/no/such/page/", 404), ("/forbidden/", 403), ("/broken/", 500),
-                        (reverse("issues:detail", args=[10**9]), 404)):  # fmt: skip
+    for url, status in (
+        ("/no/such/page/", 404),
+        ("/forbidden/", 403),
+        ("/broken/", 500),
+        (reverse("issues:detail", args=[10**9]), 404),
+    ):
         response = client.get(url)
         assert response.status_code == status, url
         assert_strict_policy(response, url)
@@ -263,15 +282,19 @@ def secure_env(**extra: str) -> dict[str, str]:
     }
 
 
+def run_python(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Python with `args` in the project's directory, under `env`; its output captured."""
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
 def test_secure_mode_sets_cookie_flags_hsts_and_redirects_to_https(transactional_db) -> None:  # type: ignore[no-untyped-def]
     from django.db import connection
 
     user = UserFactory()
     env = secure_env(DATABASE_URL=_database_url(connection.settings_dict["NAME"]))
-    done = subprocess.run(
-        [sys.executable, "-c", SECURE_SCRIPT, user.username, PASSWORD],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    done = run_python(["-c", SECURE_SCRIPT, user.username, PASSWORD], env)
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["http"] == [301, "https://testserver/login/"]
@@ -298,20 +321,14 @@ def test_plain_mode_keeps_cookies_usable_over_http(db, client) -> None:  # type:
 
 def test_check_deploy_reports_nothing_with_the_production_settings() -> None:
     env = secure_env(DATABASE_URL="postgres://nobody@127.0.0.1:1/unused")
-    done = subprocess.run(
-        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    done = run_python(["manage.py", "check", "--deploy", "--fail-level", "WARNING"], env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "System check identified no issues (0 silenced)." in done.stdout
 
 
 def test_check_deploy_flags_a_development_setup() -> None:
     env = {**os.environ, "DJANGO_SECURE": "0", "DJANGO_SECRET_KEY": ""}
-    done = subprocess.run(
-        [sys.executable, "manage.py", "check", "--deploy"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    done = run_python(["manage.py", "check", "--deploy"], env)
     for warning in (
         "security.W004",
         "security.W008",

@@ -81,7 +81,6 @@ STUDY = {"study_id": "study"}
 ITEM = {"item_id": "item"}
 MINE = {"assignment_id": "assignment"}
 
-# fmt: off
 ROUTES: dict[str, Route] = {
     "home": Route(ANY_USER, ALL, ok=redirects(ALL)),
     "login": Route(PUBLIC, frozenset({"GET", "HEAD", "POST", "PUT", "OPTIONS"})),
@@ -120,7 +119,10 @@ ROUTES: dict[str, Route] = {
     "taxonomy:version": page(ANY_USER, pk="version"),
     "taxonomy:diff": page(ANY_USER, pk="version"),
     "taxonomy:publish": Route(
-        CODEBOOK_OWNER, GET_POST, {"pk": "version"}, ok=redirects(GET_POST)  # published already
+        CODEBOOK_OWNER,
+        GET_POST,
+        {"pk": "version"},
+        ok=redirects(GET_POST),  # published already
     ),
     "taxonomy:discard": page(CODEBOOK_OWNER, GET_POST, pk="version"),
     "taxonomy:guideline": page(ANY_USER, pk="version"),
@@ -176,14 +178,12 @@ ROUTES: dict[str, Route] = {
     "api-version-diff": api(ANY_USER, pk="version"),
     "api-version-export": api(ANY_USER, pk="version", fmt="json"),
     "api-facet-list": api(ANY_USER, pk="version"),
-    "api-facet-detail": Route(
-        ANY_USER, GET | {"PUT"}, {"pk": "facet"}, {"PUT": CODEBOOK_OWNER}
-    ),
-    "api-category-list": Route(
-        ANY_USER, GET | {"POST"}, {"pk": "facet"}, {"POST": CODEBOOK_OWNER}
-    ),
+    "api-facet-detail": Route(ANY_USER, GET | {"PUT"}, {"pk": "facet"}, {"PUT": CODEBOOK_OWNER}),
+    "api-category-list": Route(ANY_USER, GET | {"POST"}, {"pk": "facet"}, {"POST": CODEBOOK_OWNER}),
     "api-category-detail": Route(
-        ANY_USER, GET | {"PATCH", "DELETE"}, {"pk": "category"},
+        ANY_USER,
+        GET | {"PATCH", "DELETE"},
+        {"pk": "category"},
         {"PATCH": CODEBOOK_OWNER, "DELETE": CODEBOOK_OWNER},
     ),
     "api-category-move": api(CODEBOOK_OWNER, API_POST, pk="category"),
@@ -238,10 +238,15 @@ ROUTES: dict[str, Route] = {
     # The admin site: AdminSite.admin_view sends everyone but staff to the admin's own login
     # before the view sees the method. Staff get 200, a redirect (a row that does not exist,
     # a saved form) or 403 where the model's admin disables adding or deleting.
-    "admin:login": Route(PUBLIC, frozenset({"GET", "HEAD", "POST", "PUT", "OPTIONS"}),
-                         ok={"GET": frozenset({200, 302}), "HEAD": frozenset({200, 302})}),
-    "admin:logout": Route(Rule("admin site (staff)", frozenset({"staff"}), "admin-index"),
-                          frozenset({"POST", "OPTIONS"})),
+    "admin:login": Route(
+        PUBLIC,
+        frozenset({"GET", "HEAD", "POST", "PUT", "OPTIONS"}),
+        ok={"GET": frozenset({200, 302}), "HEAD": frozenset({200, 302})},
+    ),
+    "admin:logout": Route(
+        Rule("admin site (staff)", frozenset({"staff"}), "admin-index"),
+        frozenset({"POST", "OPTIONS"}),
+    ),
     "admin:password_change": Route(ADMIN, frozenset({"GET", "HEAD", "POST", "PUT", "OPTIONS"})),
     "admin:password_change_done": Route(ADMIN, GET),
     "admin:autocomplete": Route(  # 403: the request names no model field to complete
@@ -249,7 +254,9 @@ ROUTES: dict[str, Route] = {
     ),
     "admin:jsi18n": Route(ADMIN, GET),
     "admin:view_on_site": Route(
-        ADMIN, ALL, {"content_type_id": "content_type", "object_id": "study"},
+        ADMIN,
+        ALL,
+        {"content_type_id": "content_type", "object_id": "study"},
         ok=for_all(frozenset({302})),
     ),
     "admin:auth_user_password_change": Route(ADMIN, ALL, {"id": "user"}),
@@ -260,8 +267,9 @@ ROUTES: dict[str, Route] = {
     "admin:*_history": model_admin({"object_id": "admin-object"}),
     "admin:*_delete": model_admin({"object_id": "admin-object"}),
     "admin:*_change": model_admin({"object_id": "admin-object"}),
-    "admin/*/<path:object_id>/": model_admin({"object_id": "admin-object"},
-                                             ok=for_all(frozenset({302}))),
+    "admin/*/<path:object_id>/": model_admin(
+        {"object_id": "admin-object"}, ok=for_all(frozenset({302}))
+    ),
     "admin/(?P<url>.*)$": Route(ADMIN, ALL, {"url": "nothing/"}, ok=for_all(frozenset({404}))),
 }
 
@@ -274,8 +282,9 @@ VARIANTS: dict[str, Route] = {
     "studies:skip": page(PEER_ASSIGNMENT, POST, assignment_id="assignment_peer"),
     "studies:propose": page(PEER_ASSIGNMENT, POST, assignment_id="assignment_peer"),
     "api-assignment-detail": api(PEER_ASSIGNMENT, assignment_id="assignment_peer"),
-    "api-draft": api(PEER_ASSIGNMENT, frozenset({"PUT", "OPTIONS"}),
-                     assignment_id="assignment_peer"),
+    "api-draft": api(
+        PEER_ASSIGNMENT, frozenset({"PUT", "OPTIONS"}), assignment_id="assignment_peer"
+    ),
     "api-submit": api(PEER_ASSIGNMENT, API_POST, assignment_id="assignment_peer"),
     "api-skip": api(PEER_ASSIGNMENT, API_POST, assignment_id="assignment_peer"),
     # an item nobody has labeled: annotators have nothing of theirs to see on it
@@ -283,43 +292,46 @@ VARIANTS: dict[str, Route] = {
     # released for discussion, after both annotators submitted: now they may read and post
     "adjudication:discussion": page(MEMBER, item_id="item_released"),
     "api-discussion": api(MEMBER, GET | {"POST"}, item_id="item_released"),
-    "api-decision": Route(MEMBER, GET | {"PUT"}, {"item_id": "item_released"},
-                          {"PUT": SEE_ALL}),
+    "api-decision": Route(MEMBER, GET | {"PUT"}, {"item_id": "item_released"}, {"PUT": SEE_ALL}),
     # A submitted, B still drafting: neither sees the other's work
     "adjudication:discussion#open": page(SEE_ALL, item_id="item_open"),
     "api-discussion#open": api(SEE_ALL, GET | {"POST"}, item_id="item_open"),
 }
 
 # The annotations' admin (every label) is probed with every method.
-ROUTES.update({
+ROUTES |= {
     f"admin:studies_annotation_{view}": Route(ADMIN, ALL, params, ok=ADMIN_OK)
-    for view, params in [("changelist", {}), ("add", {}), ("history", ADMIN_OBJECT),
-                         ("delete", ADMIN_OBJECT), ("change", ADMIN_OBJECT)]
-})
+    for view, params in [
+        ("changelist", {}),
+        ("add", {}),
+        ("history", ADMIN_OBJECT),
+        ("delete", ADMIN_OBJECT),
+        ("change", ADMIN_OBJECT),
+    ]
+}
 ROUTES["admin/studies/annotation/<path:object_id>/"] = Route(
     ADMIN, ALL, ADMIN_OBJECT, ok=for_all(frozenset({302}))
 )
 TOKEN_OWNER = Rule("the token's owner", frozenset({"owner"}))
 # API tokens: everyone manages their own; another user's token is 404, as if it did not exist.
-ROUTES.update({
+ROUTES |= {
     "accounts:tokens": page(ANY_USER, GET_POST),
     "accounts:revoke": page(TOKEN_OWNER, GET_POST, pk="token"),
     "api-token-list": api(ANY_USER, GET | {"POST"}),
     "api-token": api(TOKEN_OWNER, frozenset({"DELETE", "OPTIONS"}), pk="token"),
-})
+}
 
 # Study backups hold every label: their owner starts and downloads them. A restore creates
 # accounts and memberships: staff only. Everyone else gets 404 (annotator/backup/views.py).
 STAFF = Rule("staff", frozenset({"staff"}))
-ROUTES.update({
+ROUTES |= {
     "studies:backup": page(OWNER, POST, **STUDY),
     "studies:restore": page(STAFF, GET_POST),
     "backup:job": page(OWNER, pk="backup"),
     "backup:download": page(OWNER, pk="backup"),
     "backup:confirm": page(STAFF, GET_POST, token="upload"),  # staff's session holds it
-})
+}
 VARIANTS["backup:job#restore"] = page(STAFF, pk="restore")
-# fmt: on
 
 CASES = cases(ROUTES, VARIANTS)
 

@@ -78,9 +78,11 @@ def with_sheet(xml: str) -> bytes:
     return rebuilt(workbook(), {"xl/worksheets/sheet1.xml": xml.encode()})
 
 
-SHEET = ('<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
-         '<sheetData><row r="1"><c r="A1" t="inlineStr"><is><t>{}</t></is></c></row>'
-         "</sheetData></worksheet>")  # fmt: skip
+SHEET = (
+    '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
+    '<sheetData><row r="1"><c r="A1" t="inlineStr"><is><t>{}</t></is></c></row>'
+    "</sheetData></worksheet>"
+)
 XXE = with_sheet(
     '<?xml version="1.0"?><!DOCTYPE w [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>'
     + SHEET.format("&xxe;")
@@ -92,10 +94,17 @@ def with_shared_strings(xml: str) -> bytes:
     """A workbook whose shared strings part is `xml`, declared so that openpyxl reads it."""
     with zipfile.ZipFile(io.BytesIO(workbook())) as src:
         types = src.read("[Content_Types].xml").decode()
-    part = ('<Override PartName="/xl/sharedStrings.xml" ContentType="application/vnd.'
-            'openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"/>')  # fmt: skip
-    return rebuilt(workbook(), {"[Content_Types].xml": types.replace("</Types>", part + "</Types>")
-                                .encode(), "xl/sharedStrings.xml": xml.encode()})  # fmt: skip
+    part = (
+        '<Override PartName="/xl/sharedStrings.xml" ContentType="application/vnd.'
+        'openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"/>'
+    )
+    return rebuilt(
+        workbook(),
+        {
+            "[Content_Types].xml": types.replace("</Types>", part + "</Types>").encode(),
+            "xl/sharedStrings.xml": xml.encode(),
+        },
+    )
 
 
 BILLION_LAUGHS = with_shared_strings(
@@ -147,9 +156,13 @@ class Route:
         return reverse(self.name)
 
 
-MAPPING = {"key_column": "Link", "sheet_to_annotator": {"label1": "label1"},
-           "column_to_facet": {"Stage": "symptom"}, "values": {"symptom": {"training": "slow"}},
-           "study_name": "S"}  # fmt: skip
+MAPPING = {
+    "key_column": "Link",
+    "sheet_to_annotator": {"label1": "label1"},
+    "column_to_facet": {"Stage": "symptom"},
+    "values": {"symptom": {"training": "slow"}},
+    "study_name": "S",
+}
 ROUTES = [
     Route("issues:import", "issues", False, {"format": "auto"}),
     Route("api-import-create", "issues", True),
@@ -181,8 +194,13 @@ def world(settings, tmp_path: Path) -> dict[str, Any]:
     page, api = Client(), APIClient()
     page.force_login(owner)
     api.force_authenticate(owner)
-    return {"page": page, "api": api, "owner": owner, "media": settings.MEDIA_ROOT,
-            "incoming": tmp_path / "incoming"}  # fmt: skip
+    return {
+        "page": page,
+        "api": api,
+        "owner": owner,
+        "media": settings.MEDIA_ROOT,
+        "incoming": tmp_path / "incoming",
+    }
 
 
 def version(world: dict[str, Any]) -> int:
@@ -246,13 +264,18 @@ def test_a_good_file_passes_every_route(world, route: Route) -> None:
 
 @pytest.mark.parametrize("route", ROUTES, ids=lambda r: r.name)
 def test_an_oversized_file_is_refused_while_streaming(world, settings, route: Route) -> None:
-    limits = {"issues": "IMPORT_MAX_BYTES", "workbook": "WORKBOOK_MAX_BYTES",
-              "codebook": "CODEBOOK_MAX_BYTES"}  # fmt: skip
+    limits = {
+        "issues": "IMPORT_MAX_BYTES",
+        "workbook": "WORKBOOK_MAX_BYTES",
+        "codebook": "CODEBOOK_MAX_BYTES",
+    }
     setattr(settings, limits[route.kind], 64 * 1024)
     name, content, _ = GOOD[route.kind]
-    big = content + b" " * (300 * 1024) if route.kind != "workbook" else rebuilt(
-        content, **{"xl__media__pad.bin": os.urandom(300 * 1024)}
-    )  # fmt: skip
+    big = (
+        content + b" " * (300 * 1024)
+        if route.kind != "workbook"
+        else rebuilt(content, **{"xl__media__pad.bin": os.urandom(300 * 1024)})
+    )
     settings.FILE_UPLOAD_HANDLERS = [
         "annotator.upload_handling.LimitedUploadHandler",
         "tests.security.test_uploads.Recorder",
@@ -283,34 +306,73 @@ class Recorder(FileUploadHandler):
 
 WRONG_TYPES = {
     "issues": [
-        ("report.json", b"<!DOCTYPE html><html><body>login</body></html>",
-         "report.json should be UTF-8 text (.json); it looks like an HTML page"),
-        ("tool.json", b"MZ\x90\x00\x03" + bytes(200),
-         "tool.json should be UTF-8 text (.json); it looks like a Windows executable"),
-        ("issues.exe", b"[]", "issues.exe: expected a file of issues (.json, .jsonl, .ndjson or .csv)"),
-        ("issues.jsonl", b"[1, 2]", "issues.jsonl is not JSON Lines: each line should be an object {…}"),
-        ("issues.csv", b"number,title\n" + b"1,a\n" * 3000 + b"2,\xe9t\xe9\n",
-         "issues.csv: not UTF-8 text (at byte 12015)"),
-        ("issues.csv", b"number,title\n" + b"1,a\n" * 3000 + b"2,b\x00\n",
-         "issues.csv: a NUL byte at byte 12016: not text"),
+        (
+            "report.json",
+            b"<!DOCTYPE html><html><body>login</body></html>",
+            "report.json should be UTF-8 text (.json); it looks like an HTML page",
+        ),
+        (
+            "tool.json",
+            b"MZ\x90\x00\x03" + bytes(200),
+            "tool.json should be UTF-8 text (.json); it looks like a Windows executable",
+        ),
+        (
+            "issues.exe",
+            b"[]",
+            "issues.exe: expected a file of issues (.json, .jsonl, .ndjson or .csv)",
+        ),
+        (
+            "issues.jsonl",
+            b"[1, 2]",
+            "issues.jsonl is not JSON Lines: each line should be an object {…}",
+        ),
+        (
+            "issues.csv",
+            b"number,title\n" + b"1,a\n" * 3000 + b"2,\xe9t\xe9\n",
+            "issues.csv: not UTF-8 text (at byte 12015)",
+        ),
+        (
+            "issues.csv",
+            b"number,title\n" + b"1,a\n" * 3000 + b"2,b\x00\n",
+            "issues.csv: a NUL byte at byte 12016: not text",
+        ),
     ],
     "workbook": [
-        ("report.xlsx", b"<html><body>Sign in to continue</body></html>",
-         "report.xlsx is not an .xlsx workbook: it looks like an HTML page"),
-        ("labels.xlsx", b"%PDF-1.7\n" + bytes(100),
-         "labels.xlsx is not an .xlsx workbook: it looks like a PDF document"),
+        (
+            "report.xlsx",
+            b"<html><body>Sign in to continue</body></html>",
+            "report.xlsx is not an .xlsx workbook: it looks like an HTML page",
+        ),
+        (
+            "labels.xlsx",
+            b"%PDF-1.7\n" + bytes(100),
+            "labels.xlsx is not an .xlsx workbook: it looks like a PDF document",
+        ),
         ("labels.csv", b"Link,Stage\n", "labels.csv: expected a .xlsx workbook (.xlsx)"),
-        ("notes.xlsx", rebuilt(b"PK\x05\x06" + bytes(18), readme__txt=b"hi"),
-         "notes.xlsx is a zip archive but not an .xlsx workbook"),
+        (
+            "notes.xlsx",
+            rebuilt(b"PK\x05\x06" + bytes(18), readme__txt=b"hi"),
+            "notes.xlsx is a zip archive but not an .xlsx workbook",
+        ),
     ],
     "codebook": [
-        ("codebook.yaml", b"\x7fELF\x02\x01\x01" + bytes(100),
-         "codebook.yaml should be UTF-8 text (.yaml); it looks like an ELF executable"),
-        ("codebook.json", b"<html>nope</html>",
-         "codebook.json should be UTF-8 text (.json); it looks like an HTML page"),
-        ("codebook.exe", b"{}", "codebook.exe: expected a JSON or YAML codebook (.json, .yaml or .yml)"),
+        (
+            "codebook.yaml",
+            b"\x7fELF\x02\x01\x01" + bytes(100),
+            "codebook.yaml should be UTF-8 text (.yaml); it looks like an ELF executable",
+        ),
+        (
+            "codebook.json",
+            b"<html>nope</html>",
+            "codebook.json should be UTF-8 text (.json); it looks like an HTML page",
+        ),
+        (
+            "codebook.exe",
+            b"{}",
+            "codebook.exe: expected a JSON or YAML codebook (.json, .yaml or .yml)",
+        ),
     ],
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("route", ROUTES, ids=lambda r: r.name)
@@ -327,15 +389,25 @@ def test_a_declared_html_type_is_refused_even_with_good_bytes(world, route: Rout
 
 
 ARCHIVES = [
-    ("bomb", None, r"^labels\.xlsx: xl/worksheets/sheet1\.xml inflates \d+ times \(limit 100\): "
-                   r"refusing a likely zip bomb$"),
-    ("traversal", TRAVERSAL, r"^labels\.xlsx: member '\.\./\.\./evil\.txt' points outside the "
-                             r"archive$"),
-    ("encrypted", encrypted(workbook(), "xl/styles.xml"),
-     r"^labels\.xlsx: member 'xl/styles\.xml' is encrypted$"),
+    (
+        "bomb",
+        None,
+        r"^labels\.xlsx: xl/worksheets/sheet1\.xml inflates \d+ times \(limit 100\): "
+        r"refusing a likely zip bomb$",
+    ),
+    (
+        "traversal",
+        TRAVERSAL,
+        r"^labels\.xlsx: member '\.\./\.\./evil\.txt' points outside the archive$",
+    ),
+    (
+        "encrypted",
+        encrypted(workbook(), "xl/styles.xml"),
+        r"^labels\.xlsx: member 'xl/styles\.xml' is encrypted$",
+    ),
     ("xxe", XXE, r"^labels\.xlsx: xl/worksheets/sheet1\.xml declares a DOCTYPE or entities, "),
     ("billion-laughs", BILLION_LAUGHS, r"^labels\.xlsx: xl/sharedStrings\.xml declares a DOCTYPE "),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("route", BY_KIND["workbook"], ids=lambda r: r.name)
@@ -349,8 +421,10 @@ def test_a_workbook_inflating_past_the_total_limit_is_refused(world, settings) -
     settings.XLSX_MAX_INFLATED_BYTES = 1 * MB
     padded = rebuilt(workbook(), **{"xl__media__photo.bin": os.urandom(2 * MB)})
     message = refused(world, ROUTES[3], "labels.xlsx", padded)
-    assert re.fullmatch(r"labels\.xlsx inflates to [\d,]+ bytes, over the limit of 1,048,576: "
-                        r"split the workbook", message)  # fmt: skip
+    expected = (
+        r"labels\.xlsx inflates to [\d,]+ bytes, over the limit of 1,048,576: split the workbook"
+    )
+    assert re.fullmatch(expected, message)
 
 
 @pytest.mark.parametrize("route", BY_KIND["codebook"], ids=lambda r: r.name)
@@ -378,25 +452,39 @@ def test_the_api_content_field_is_checked_as_a_file_named_content(world) -> None
 # --- file names --------------------------------------------------------------------------------
 
 
-def raw_post(client: Client, url: str, fields: dict[str, str], name: str, content: bytes,
-             content_type: str) -> Any:  # fmt: skip
+@dataclass(frozen=True)
+class RawFile:
+    name: str  # sent exactly as given
+    content: bytes
+    content_type: str
+
+
+def raw_post(client: Client, url: str, fields: dict[str, str], file: RawFile) -> Any:
     """A multipart POST whose file name is sent exactly as given (the test client would strip
     path parts before sending)."""
+    name, content, content_type = file.name, file.content, file.content_type
     boundary = "annotator-boundary-7d3"
-    parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
-             for k, v in fields.items()]  # fmt: skip
-    parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="file"; '
-                 f'filename="{name}"\r\nContent-Type: {content_type}\r\n\r\n'.encode()
-                 + content + f"\r\n--{boundary}--\r\n".encode())  # fmt: skip
-    return client.generic("POST", url, b"".join(parts),
-                          content_type=f"multipart/form-data; boundary={boundary}")  # fmt: skip
+    parts = [
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
+        for k, v in fields.items()
+    ]
+    parts.append(
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; '
+        f'filename="{name}"\r\nContent-Type: {content_type}\r\n\r\n'.encode()
+        + content
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    return client.generic(
+        "POST", url, b"".join(parts), content_type=f"multipart/form-data; boundary={boundary}"
+    )
 
 
-@pytest.mark.parametrize("name", ["../../etc/passwd.json", "..\\..\\etc\\passwd.json",
-                                  "/etc/passwd.json"])  # fmt: skip
+@pytest.mark.parametrize(
+    "name", ["../../etc/passwd.json", "..\\..\\etc\\passwd.json", "/etc/passwd.json"]
+)
 def test_a_path_as_file_name_never_reaches_the_filesystem(world, tmp_path, name: str) -> None:
-    response = raw_post(world["page"], reverse("issues:import"), {"format": "auto"}, name,
-                        ISSUES.read_bytes(), "application/json")  # fmt: skip
+    file = RawFile(name, ISSUES.read_bytes(), "application/json")
+    response = raw_post(world["page"], reverse("issues:import"), {"format": "auto"}, file)
     assert response.status_code == 302
     job = ImportJob.objects.get()
     assert re.fullmatch(r"imports/\d{4}/\d{2}/[0-9a-f]{32}\.json", job.file.name), job.file.name
@@ -407,8 +495,8 @@ def test_a_path_as_file_name_never_reaches_the_filesystem(world, tmp_path, name:
 
 def test_markup_in_a_file_name_is_shown_as_text(world) -> None:
     name = "<img src=x onerror=alert(1)>.json"
-    response = raw_post(world["page"], reverse("issues:import"), {"format": "auto"}, name,
-                        ISSUES.read_bytes(), "application/json")  # fmt: skip
+    file = RawFile(name, ISSUES.read_bytes(), "application/json")
+    response = raw_post(world["page"], reverse("issues:import"), {"format": "auto"}, file)
     job = ImportJob.objects.get()
     assert job.original_name == name
     page = world["page"].get(response["Location"]).content.decode()
@@ -419,8 +507,8 @@ def test_markup_in_a_file_name_is_shown_as_text(world) -> None:
 
 def test_a_workbook_named_like_a_tag_is_stored_under_a_token_and_shown_escaped(world) -> None:
     fields = {"study_name": "Prior", "codebook_version": str(version(world))}
-    response = raw_post(world["page"], reverse("exports:prior_upload"), fields, "<script>.xlsx",
-                        workbook(), XLSX)  # fmt: skip
+    file = RawFile("<script>.xlsx", workbook(), XLSX)
+    response = raw_post(world["page"], reverse("exports:prior_upload"), fields, file)
     assert response.status_code == 302, response.content[:2000]
     (stored,) = [p for p in state(world)["media"] if p.endswith(".xlsx")]
     assert re.fullmatch(r"prior-labels/[0-9a-f]{32}\.xlsx", stored)
@@ -439,8 +527,9 @@ def test_a_hostile_name_in_a_refusal_is_data_not_markup(world) -> None:
 # --- the XML parser underneath, the pure checks, downloads --------------------------------------
 
 
-@pytest.mark.parametrize(("content", "part"), [(XXE, "worksheets/sheet1"),
-                                                (BILLION_LAUGHS, "sharedStrings")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("content", "part"), [(XXE, "worksheets/sheet1"), (BILLION_LAUGHS, "sharedStrings")]
+)
 def test_openpyxl_parses_with_defusedxml_and_refuses_entities_itself(tmp_path, content, part):
     assert openpyxl.xml.DEFUSEDXML is True
     path = tmp_path / "hostile.xlsx"
@@ -468,25 +557,42 @@ def test_the_text_scan_reads_characters_split_across_chunks() -> None:
         cut.feed(b"(")
 
 
-@pytest.mark.parametrize(("head", "looks"), [
-    (b"\xef\xbb\xbf[{}]", "JSON"), (b"number,title\n", "text"), (b"  <!doctype html>", "an HTML page"),
-    (b"<?xml version='1.0'?>", "an XML document"), (b"\xff\xfeh\x00i\x00", "UTF-16 text"),
-    (b"\x00\x01\x02", "binary data"), (b"\x89PNG\r\n", "a PNG image"), (b"\xc3\x28", "binary data"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("head", "looks"),
+    [
+        (b"\xef\xbb\xbf[{}]", "JSON"),
+        (b"number,title\n", "text"),
+        (b"  <!doctype html>", "an HTML page"),
+        (b"<?xml version='1.0'?>", "an XML document"),
+        (b"\xff\xfeh\x00i\x00", "UTF-16 text"),
+        (b"\x00\x01\x02", "binary data"),
+        (b"\x89PNG\r\n", "a PNG image"),
+        (b"\xc3\x28", "binary data"),
+    ],
+)
 def test_sniffing_names_what_the_bytes_look_like(head: bytes, looks: str) -> None:
     assert sniff(head) == looks
 
 
-@pytest.mark.parametrize(("name", "expected"), [
-    ("study-1-final-export-2.csv", 'attachment; filename="study-1-final-export-2.csv"'),
-    ('My "best" study.csv', 'attachment; filename="My _best_ study.csv"; '
-                            "filename*=UTF-8''My%20%22best%22%20study.csv"),
-    ("a\r\nSet-Cookie: x=1.csv", 'attachment; filename="a Set-Cookie: x=1.csv"'),
-    ("../../etc/passwd", 'attachment; filename="etc-passwd"'),
-    ("Étude ü 分布式.xlsx", 'attachment; filename="Etude u .xlsx"; '
-                           "filename*=UTF-8''%C3%89tude%20%C3%BC%20%E5%88%86%E5%B8%83%E5%BC%8F.xlsx"),
-    ("\n\n", 'attachment; filename="download"'),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("study-1-final-export-2.csv", 'attachment; filename="study-1-final-export-2.csv"'),
+        (
+            'My "best" study.csv',
+            'attachment; filename="My _best_ study.csv"; '
+            "filename*=UTF-8''My%20%22best%22%20study.csv",
+        ),
+        ("a\r\nSet-Cookie: x=1.csv", 'attachment; filename="a Set-Cookie: x=1.csv"'),
+        ("../../etc/passwd", 'attachment; filename="etc-passwd"'),
+        (
+            "Étude ü 分布式.xlsx",
+            'attachment; filename="Etude u .xlsx"; '
+            "filename*=UTF-8''%C3%89tude%20%C3%BC%20%E5%88%86%E5%B8%83%E5%BC%8F.xlsx",
+        ),
+        ("\n\n", 'attachment; filename="download"'),
+    ],
+)
 def test_download_names_cannot_break_the_header(name: str, expected: str) -> None:
     value = content_disposition(name)
     assert value == expected
@@ -517,12 +623,14 @@ def test_every_streaming_limit_route_exists() -> None:
 def test_each_route_streams_under_its_own_limit(settings, rf) -> None:
     settings.IMPORT_MAX_BYTES, settings.WORKBOOK_MAX_BYTES = 3 * MB, 2 * MB
     settings.CODEBOOK_MAX_BYTES, settings.UPLOAD_MAX_BYTES = 1 * MB, 9 * MB
-    limits = {url: LimitedUploadHandler(rf.post(url)).limit
-              for url in ("/api/imports/", "/exports/prior-labels/", "/codebooks/import/",
-                          "/login/", "/no/such/route/")}  # fmt: skip
-    assert limits == {"/api/imports/": 3 * MB, "/exports/prior-labels/": 2 * MB,
-                      "/codebooks/import/": 1 * MB, "/login/": 9 * MB,
-                      "/no/such/route/": 9 * MB}  # fmt: skip
+    expected = {
+        "/api/imports/": 3 * MB,
+        "/exports/prior-labels/": 2 * MB,
+        "/codebooks/import/": 1 * MB,
+        "/login/": 9 * MB,
+        "/no/such/route/": 9 * MB,
+    }
+    assert {url: LimitedUploadHandler(rf.post(url)).limit for url in expected} == expected
 
 
 def test_the_checks_import_no_django() -> None:
