@@ -31,6 +31,7 @@ import resource
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,15 +59,24 @@ def main() -> None:
     env = {**os.environ, "DATABASE_URL": url, "REDIS_URL": "", "DJANGO_DEBUG": "0"}
     manage = [sys.executable, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], env=env, check=True)
-    subprocess.run([*manage, "load_codebook", "--publish"], env=env, check=True,
-                   stdout=subprocess.DEVNULL)  # fmt: skip
+    subprocess.run(
+        [*manage, "load_codebook", "--publish"], env=env, check=True, stdout=subprocess.DEVNULL
+    )
     generated = _json_child("generate", args, env)
-    print(f"generated {generated['labels']:,} labels on {args.items:,} items "
-          f"in {generated['seconds']:.1f} s")  # fmt: skip
+    print(
+        f"generated {generated['labels']:,} labels on {args.items:,} items "
+        f"in {generated['seconds']:.1f} s"
+    )
     runs = [_json_child("run", args, env) for _ in range(args.repeat)]
     kripp = _json_child("krippendorff", args, env)
-    report = {"items": args.items, "annotators": args.annotators, "facets": FACETS,
-              "labels": generated["labels"], "runs": runs, "krippendorff": kripp}  # fmt: skip
+    report = {
+        "items": args.items,
+        "annotators": args.annotators,
+        "facets": FACETS,
+        "labels": generated["labels"],
+        "runs": runs,
+        "krippendorff": kripp,
+    }
     _print(report)
     out = ROOT / "benchmarks" / "results" / "agreement_run.json"
     out.parent.mkdir(exist_ok=True)
@@ -76,27 +86,35 @@ def main() -> None:
 
 
 def _json_child(kind: str, args: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--child", kind, "--items", str(args.items),
-               "--annotators", str(args.annotators), "--seed", str(args.seed)]  # fmt: skip
+    command = [sys.executable, __file__, "--child", kind, "--items", str(args.items)]
+    command += ["--annotators", str(args.annotators), "--seed", str(args.seed)]
     done = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
 def _print(report: dict[str, Any]) -> None:
-    print(f"\n{report['items']:,} items × {report['annotators']} annotators × "
-          f"{len(report['facets'])} facets ({report['labels']:,} label rows)")  # fmt: skip
+    print(
+        f"\n{report['items']:,} items × {report['annotators']} annotators × "
+        f"{len(report['facets'])} facets ({report['labels']:,} label rows)"
+    )
     print(f"{'':34}{'seconds':>9}{'peak RSS MiB':>14}{'run share MiB':>15}")
     for i, run in enumerate(report["runs"], 1):
-        print(f"{'annotator run ' + str(i) + ' (PostgreSQL→stored)':34}{run['seconds']:9.3f}"
-              f"{run['peak_mib']:14.0f}{run['peak_mib'] - run['baseline_mib']:15.0f}"
-              f"   load {run['load']:.3f} s, compute {run['compute']:.3f} s")  # fmt: skip
+        print(
+            f"{'annotator run ' + str(i) + ' (PostgreSQL→stored)':34}{run['seconds']:9.3f}"
+            f"{run['peak_mib']:14.0f}{run['peak_mib'] - run['baseline_mib']:15.0f}"
+            f"   load {run['load']:.3f} s, compute {run['compute']:.3f} s"
+        )
     k = report["krippendorff"]
-    print(f"{'krippendorff.alpha (1 facet)':34}{k['seconds']:9.3f}{k['peak_mib']:14.0f}"
-          f"{k['peak_mib'] - k['baseline_mib']:15.0f}   + load {k['load']:.3f} s")  # fmt: skip
+    print(
+        f"{'krippendorff.alpha (1 facet)':34}{k['seconds']:9.3f}{k['peak_mib']:14.0f}"
+        f"{k['peak_mib'] - k['baseline_mib']:15.0f}   + load {k['load']:.3f} s"
+    )
     print(f"root-cause nominal α: annotator {k['ours']:.12f}, krippendorff {k['theirs']:.12f}")
     best = min(r["seconds"] for r in report["runs"])
-    print(f"target < {TARGET_SECONDS} s end to end: best {best:.3f} s "
-          f"{'MET' if best < TARGET_SECONDS else 'NOT MET'}")  # fmt: skip
+    print(
+        f"target < {TARGET_SECONDS} s end to end: best {best:.3f} s "
+        f"{'MET' if best < TARGET_SECONDS else 'NOT MET'}"
+    )
 
 
 # --- children ---------------------------------------------------------------------------------
@@ -127,8 +145,12 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     alpha = {
         f["key"]: f["coefficients"]["krippendorff_alpha"]["value"] for f in run.result["facets"]
     }
-    return {"seconds": seconds, **run.inputs["seconds"], "alpha": alpha,
-            "result_kib": len(json.dumps(run.result)) / 1024}  # fmt: skip
+    return {
+        "seconds": seconds,
+        **run.inputs["seconds"],
+        "alpha": alpha,
+        "result_kib": len(json.dumps(run.result)) / 1024,
+    }
 
 
 def _krippendorff(args: argparse.Namespace) -> dict[str, Any]:
@@ -141,8 +163,10 @@ def _krippendorff(args: argparse.Namespace) -> dict[str, Any]:
 
     study = Study.objects.select_related("codebook_version").get(name="Agreement benchmark")
     start = time.perf_counter()
-    table = load_label_table(study_id=study.pk, version=study.codebook_version,
-                             facet_keys=["root-cause"]).facets[0].table  # fmt: skip
+    loaded = load_label_table(
+        study_id=study.pk, version=study.codebook_version, facet_keys=["root-cause"]
+    )
+    table = loaded.facets[0].table
     load = time.perf_counter() - start
     data = np.where(table.codes >= 0, table.codes, np.nan).T  # raters × units
     start = time.perf_counter()
@@ -166,8 +190,9 @@ def _generate(args: argparse.Namespace) -> dict[str, Any]:
     start = time.perf_counter()
     version = CodebookVersion.objects.get(codebook__slug="distributed-dl-bugs", status="published")
     owner = UserFactory(username="bench-owner")
-    study = create_study(name="Agreement benchmark", codebook_version=version, owner=owner,
-                         overlap_k=args.annotators)  # fmt: skip
+    study = create_study(
+        name="Agreement benchmark", codebook_version=version, owner=owner, overlap_k=args.annotators
+    )
     people = [UserFactory(username=f"bench-annotator-{i}") for i in range(args.annotators)]
     for person in people:
         add_member(study=study, user=person, role=Membership.Role.ANNOTATOR)
@@ -187,23 +212,34 @@ def _generate(args: argparse.Namespace) -> dict[str, Any]:
     issue_ids = list(
         Issue.objects.filter(repository=repo).order_by("number").values_list("pk", flat=True)
     )
-    labels = _copy_labels(
-        connection, args, study, round_.pk, version, issue_ids, [p.pk for p in people]
-    )
+    scene = Scene(study, round_.pk, version, issue_ids, [p.pk for p in people])
+    labels = _copy_labels(connection, args, scene)
     return {"seconds": time.perf_counter() - start, "labels": labels}
 
 
-def _copy_labels(connection: Any, args: argparse.Namespace, study: Any, round_id: int,
-                 version: Any, issue_ids: list[int], people: list[int]) -> int:  # fmt: skip
+@dataclass(frozen=True)
+class Scene:
+    """What the labels are written for: the study, its round, its codebook version, the issues
+    (ids, by number) and the annotators (user ids)."""
+
+    study: Any
+    round_id: int
+    version: Any
+    issue_ids: list[int]
+    people: list[int]
+
+
+def _copy_labels(connection: Any, args: argparse.Namespace, scene: Scene) -> int:
     import numpy as np
 
     from annotator.studies.models import Annotation, AnnotationLabel, Assignment, Item
 
+    study, version, people = scene.study, scene.version, scene.people
     rng = np.random.default_rng(args.seed)
     n, k = args.items, len(people)
     now = "2025-01-01 00:00:00+00"
     items = (
-        f"{i + 1}\t{study.pk}\t{round_id}\t{issue_ids[i]}\t{i}\t{k}\t{k}\t{k}\t\\N\n"
+        f"{i + 1}\t{study.pk}\t{scene.round_id}\t{scene.issue_ids[i]}\t{i}\t{k}\t{k}\t{k}\t\\N\n"
         for i in range(n)
     )
     _copy(
@@ -237,8 +273,8 @@ def _copy_labels(connection: Any, args: argparse.Namespace, study: Any, round_id
     for facet in version.facets.filter(key__in=FACETS):
         ids = np.array(list(facet.categories.filter(archived=False).values_list("pk", flat=True)))
         annotation, category = _facet_labels(rng, ids, n, k, multi=facet.kind == "multi")
-        np.savetxt(rows, np.column_stack([annotation, np.full(len(annotation), facet.pk), category]),
-                   fmt="%d", delimiter="\t")  # fmt: skip
+        columns = [annotation, np.full(len(annotation), facet.pk), category]
+        np.savetxt(rows, np.column_stack(columns), fmt="%d", delimiter="\t")
         total += len(annotation)
     rows.seek(0)
     with connection.cursor() as cursor:

@@ -76,10 +76,12 @@ def ours(table: np.ndarray, q: int, sets: Any, repeat: int) -> list[dict[str, An
         ("percent_agreement", lambda: stats.percent_agreement(coded)),
         ("fleiss_kappa (+ Gwet SE)", lambda: stats.fleiss_kappa(coded)),
         ("gwet_ac1 (+ Gwet SE)", lambda: stats.gwet_ac1(coded)),
-        ("cohen_kappa quadratic (cols 0,1)",
-         lambda: stats.cohen_kappa(coded.columns([0, 1]), weights="quadratic")),
+        (
+            "cohen_kappa quadratic (cols 0,1)",
+            lambda: stats.cohen_kappa(coded.columns([0, 1]), weights="quadratic"),
+        ),
         ("scott_pi (cols 0,1)", lambda: stats.scott_pi(coded.columns([0, 1]))),
-    ]  # fmt: skip
+    ]
     for level in ("nominal", "ordinal", "interval", "ratio"):
         runs.append((f"krippendorff_alpha {level}", _alpha(coded, level)))
     runs.append(("per_category_alpha (34 binary α)", lambda: stats.per_category_alpha(coded)))
@@ -141,8 +143,10 @@ def main() -> None:
     args = parser.parse_args()
     table = make_table(args.units, args.raters, args.categories, args.missing, args.seed)
     sets = make_sets(args.units, args.raters, args.categories, args.seed)
-    print(f"{args.units:,} units × {args.raters} raters × {args.categories} categories, "
-          f"{args.missing:.0%} missing; best of {args.repeat}")  # fmt: skip
+    print(
+        f"{args.units:,} units × {args.raters} raters × {args.categories} categories, "
+        f"{args.missing:.0%} missing; best of {args.repeat}"
+    )
     rows = ours(table, args.categories, sets, args.repeat) + theirs(
         table, args.categories, args.kripp_max_mib
     )

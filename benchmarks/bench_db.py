@@ -31,9 +31,12 @@ def _admin(url: str, sql: str) -> None:
 
     parts = urlsplit(url)
     conn = psycopg2.connect(
-        host=parts.hostname or "127.0.0.1", port=parts.port or 5432,
-        user=parts.username or "root", password=parts.password, dbname="postgres",
-    )  # fmt: skip
+        host=parts.hostname or "127.0.0.1",
+        port=parts.port or 5432,
+        user=parts.username or "root",
+        password=parts.password,
+        dbname="postgres",
+    )
     conn.autocommit = True
     with conn.cursor() as cursor:
         cursor.execute(sql)

@@ -63,14 +63,16 @@ def main() -> None:
         made = _json_child(["--child", "generate", "--items", str(size)], env)
         print(f"generated {size:,} items, {made['labels']:,} labels in {made['seconds']:.1f} s")
         for fmt, table in CASES:
-            out = _json_child(["--child", "export", "--study", f"Export benchmark {size}",
-                               "--format", fmt, "--table", table], env)  # fmt: skip
+            export = ["--child", "export", "--study", f"Export benchmark {size}"]
+            out = _json_child([*export, "--format", fmt, "--table", table], env)
             out.update(items=size, format=fmt, table=table, items_per_s=size / out["seconds"])
             rows.append(out)
-            print(f"{size:>7,} items  {fmt:>7} {table:>5}: {out['seconds']:6.2f} s  "
-                  f"{out['items_per_s']:>9,.0f} items/s  {out['rows']:>9,} rows  "
-                  f"{out['mib']:6.1f} MiB file  peak {out['peak_mib']:6.1f} MiB "
-                  f"(+{out['peak_mib'] - out['baseline_mib']:5.1f} over start-up)")  # fmt: skip
+            print(
+                f"{size:>7,} items  {fmt:>7} {table:>5}: {out['seconds']:6.2f} s  "
+                f"{out['items_per_s']:>9,.0f} items/s  {out['rows']:>9,} rows  "
+                f"{out['mib']:6.1f} MiB file  peak {out['peak_mib']:6.1f} MiB "
+                f"(+{out['peak_mib'] - out['baseline_mib']:5.1f} over start-up)"
+            )
     _verdict(rows, args)
     result = ROOT / "benchmarks" / "results" / "export_run.json"
     result.parent.mkdir(exist_ok=True)
@@ -83,15 +85,18 @@ def _fresh_database(url: str, env: dict[str, str]) -> None:
     recreate_database(url)
     manage = [sys.executable, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], env=env, check=True)
-    subprocess.run([*manage, "load_codebook", "--publish"], env=env, check=True,
-                   stdout=subprocess.DEVNULL)  # fmt: skip
+    subprocess.run(
+        [*manage, "load_codebook", "--publish"], env=env, check=True, stdout=subprocess.DEVNULL
+    )
 
 
 def _verdict(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     big = [r for r in rows if r["items"] == args.items and r["table"] == "final"]
     slowest = min(r["items_per_s"] for r in big)
-    print(f"slowest final-dataset export at {args.items:,} items: {slowest:,.0f} items/s "
-          f"(target {TARGET:,}; {REFERENCE})")  # fmt: skip
+    print(
+        f"slowest final-dataset export at {args.items:,} items: {slowest:,.0f} items/s "
+        f"(target {TARGET:,}; {REFERENCE})"
+    )
     for fmt, table in CASES:
         small, large = (
             next(r for r in rows if (r["items"], r["format"], r["table"]) == (n, fmt, table))
@@ -104,8 +109,9 @@ def _verdict(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
 
 
 def _json_child(extra: list[str], env: dict[str, str]) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, __file__, *extra], env=env, capture_output=True,
-                          text=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, __file__, *extra], env=env, capture_output=True, text=True
+    )
     if done.returncode:
         raise SystemExit(f"{' '.join(extra)} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
@@ -122,6 +128,25 @@ def _child(args: argparse.Namespace) -> None:
     print(json.dumps(out))
 
 
+# Every item of the study decided unanimously, with the first annotator's labels. Parameters:
+# the study's id; the annotator's and the study's.
+DECISIONS = """
+    INSERT INTO adjudication_decision (item_id, source, reason, comment, version,
+                                       created_at, updated_at)
+    SELECT id, 'unanimous', '', '', 1, now(), now() FROM studies_item WHERE study_id = %s
+"""
+DECISION_LABELS = """
+    INSERT INTO adjudication_decisionlabel (decision_id, facet_id, category_id)
+    SELECT d.id, l.facet_id, l.category_id
+    FROM studies_annotationlabel l
+    JOIN studies_annotation n ON n.id = l.annotation_id
+    JOIN studies_assignment a ON a.id = n.assignment_id
+    JOIN adjudication_decision d ON d.item_id = a.item_id
+    WHERE a.annotator_id = %s AND d.item_id IN
+          (SELECT id FROM studies_item WHERE study_id = %s)
+"""
+
+
 def _generate(args: argparse.Namespace) -> dict[str, Any]:
     from django.db import connection
 
@@ -134,21 +159,8 @@ def _generate(args: argparse.Namespace) -> dict[str, Any]:
     Repository.objects.filter(owner="bench", name="agreement").update(name=f"export-{args.items}")
     first = study.memberships.filter(role="annotator").order_by("user__username").first()
     with connection.cursor() as cursor:
-        cursor.execute("""
-            INSERT INTO adjudication_decision (item_id, source, reason, comment, version,
-                                               created_at, updated_at)
-            SELECT id, 'unanimous', '', '', 1, now(), now() FROM studies_item WHERE study_id = %s
-        """, [study.pk])  # fmt: skip
-        cursor.execute("""
-            INSERT INTO adjudication_decisionlabel (decision_id, facet_id, category_id)
-            SELECT d.id, l.facet_id, l.category_id
-            FROM studies_annotationlabel l
-            JOIN studies_annotation n ON n.id = l.annotation_id
-            JOIN studies_assignment a ON a.id = n.assignment_id
-            JOIN adjudication_decision d ON d.item_id = a.item_id
-            WHERE a.annotator_id = %s AND d.item_id IN
-                  (SELECT id FROM studies_item WHERE study_id = %s)
-        """, [first.user_id, study.pk])  # fmt: skip
+        cursor.execute(DECISIONS, [study.pk])
+        cursor.execute(DECISION_LABELS, [first.user_id, study.pk])
         cursor.execute("ANALYZE")
     return made
 

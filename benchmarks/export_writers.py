@@ -55,15 +55,20 @@ T0 = datetime(2024, 5, 1, tzinfo=UTC)
 def item(i: int) -> dict[str, Any]:
     leaf = LEAVES[i % len(LEAVES)]
     return {
-        "item_id": i, "round": 1 + i % 4, "repository": "deepspeedai/DeepSpeed", "number": 1000 + i,
+        "item_id": i,
+        "round": 1 + i % 4,
+        "repository": "deepspeedai/DeepSpeed",
+        "number": 1000 + i,
         "url": f"https://github.com/deepspeedai/DeepSpeed/issues/{1000 + i}",
         "title": f"ZeRO-3 training hangs at step {i} on 2 nodes with NCCL 2.18",
-        "screening": "relevant", "stage": STAGES[i % 4],
+        "screening": "relevant",
+        "stage": STAGES[i % 4],
         "symptom_l1": "unexpected-performance" if leaf == "low-efficiency" else "program-failure",
-        "symptom_l2": leaf, "fix_pattern": FIXES[: 1 + i % 2],
+        "symptom_l2": leaf,
+        "fix_pattern": FIXES[: 1 + i % 2],
         "decision_source": "unanimous" if i % 3 else "adjudicated",
         "decided_at": T0 + timedelta(seconds=i),
-    }  # fmt: skip
+    }
 
 
 def final_rows(n: int) -> Iterator[dict[str, Any]]:
@@ -82,10 +87,15 @@ def long_rows(n: int) -> Iterator[dict[str, Any]]:
         for annotator in ("alice", "bob"):
             for facet, category, top in labels:
                 yield {
-                    **common, "facet": facet, "annotator": annotator, "category": category,
-                    "category_l1": top, "codebook_version": 1,
-                    "submitted_at": final["decided_at"], "seconds_spent": 30 + i % 200,
-                }  # fmt: skip
+                    **common,
+                    "facet": facet,
+                    "annotator": annotator,
+                    "category": category,
+                    "category_l1": top,
+                    "codebook_version": 1,
+                    "submitted_at": final["decided_at"],
+                    "seconds_spent": 30 + i % 200,
+                }
 
 
 def child(fmt: str, n: int, folder: Path) -> dict[str, Any]:

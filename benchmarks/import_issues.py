@@ -48,16 +48,33 @@ print(json.dumps({"seconds": imported - start, "index_seconds": done - imported,
                   "indexed": indexed, "counts": str(counts)}))
 """
 
-# fmt: off
-LABELS = ["bug", "enhancement", "question", "documentation", "training", "inference", "zero",
-          "pipeline", "moe", "nccl"]
-TITLES = ["[BUG] {e} with ZeRO stage {z} on {n} GPUs", "NCCL timeout at step {s} ({e})",
-          "Pipeline parallel hangs after {s} steps", "{e} when loading checkpoint at step {s}",
-          "[REQUEST] support {e} in ZeRO-{z} offload", "Loss is NaN with bf16 and {n} ranks"]
-ERRORS = ["RuntimeError: CUDA out of memory", "torch.distributed.DistBackendError",
-          "RuntimeError: NCCL communicator was aborted", "AssertionError: param not in partition",
-          "ValueError: expected all tensors on the same device"]
-# fmt: on
+LABELS = [
+    "bug",
+    "enhancement",
+    "question",
+    "documentation",
+    "training",
+    "inference",
+    "zero",
+    "pipeline",
+    "moe",
+    "nccl",
+]
+TITLES = [
+    "[BUG] {e} with ZeRO stage {z} on {n} GPUs",
+    "NCCL timeout at step {s} ({e})",
+    "Pipeline parallel hangs after {s} steps",
+    "{e} when loading checkpoint at step {s}",
+    "[REQUEST] support {e} in ZeRO-{z} offload",
+    "Loss is NaN with bf16 and {n} ranks",
+]
+ERRORS = [
+    "RuntimeError: CUDA out of memory",
+    "torch.distributed.DistBackendError",
+    "RuntimeError: NCCL communicator was aborted",
+    "AssertionError: param not in partition",
+    "ValueError: expected all tensors on the same device",
+]
 NOISE = [  # log lines before the failure, picked at random
     "node-{r}:{p}:{p} [{r}] NCCL INFO Channel {c:02d}/32 : {r} -> {c} via P2P/IPC/read",
     "node-{r}:{p}:{p} [{r}] NCCL INFO Connected all rings, comm 0x{h:x} nRanks {n}",
@@ -88,10 +105,17 @@ def body(rng: random.Random) -> str:
     z, n, s = rng.randrange(1, 4), rng.choice((8, 16, 64, 512)), rng.randrange(10**5)
     lines = [*(rng.choice(NOISE) for _ in range(12)), *TRACE]
     log = "\n".join(
-        line.format(l=rng.randrange(50, 3000), r=rng.randrange(64), p=rng.randrange(1000, 99999),
-                    c=rng.randrange(1, 9), h=rng.randrange(16**12), n=n, s=s)
+        line.format(
+            l=rng.randrange(50, 3000),
+            r=rng.randrange(64),
+            p=rng.randrange(1000, 99999),
+            c=rng.randrange(1, 9),
+            h=rng.randrange(16**12),
+            n=n,
+            s=s,
+        )
         for line in lines
-    )  # fmt: skip
+    )
     text = (
         f"**Describe the bug**\nTraining a 13B GPT model with ZeRO-{z} on {n} A100s fails in "
         "the backward pass of the first accumulation step. It works on a single node and with "
@@ -109,28 +133,47 @@ def issue(rng: random.Random, repo: str, number: int, start: datetime) -> dict[s
     closed = created + timedelta(days=rng.randrange(1, 90)) if rng.random() < 0.6 else None
     login, title = f"user{rng.randrange(5000)}", rng.choice(TITLES)
     obj: dict[str, Any] = {
-        "url": f"{api}/issues/{number}", "repository_url": api,
+        "url": f"{api}/issues/{number}",
+        "repository_url": api,
         "comments_url": f"{api}/issues/{number}/comments",
         "html_url": f"{web}/{'pull' if is_pr else 'issues'}/{number}",
-        "id": 10**9 + number * 31 + rng.randrange(31), "node_id": f"I_kwDOBX{number:08d}",
+        "id": 10**9 + number * 31 + rng.randrange(31),
+        "node_id": f"I_kwDOBX{number:08d}",
         "number": number,
         "title": title.format(e=rng.choice(ERRORS), z=rng.randrange(1, 4), n=64, s=number * 10),
-        "user": {"login": login, "id": rng.randrange(10**8), "type": "User", "site_admin": False,
-                 "url": f"https://api.github.com/users/{login}",
-                 "html_url": f"https://github.com/{login}"},
-        "labels": [{"id": 10**6 + i, "name": name, "color": "d73a4a", "default": False}
-                   for i, name in enumerate(rng.sample(LABELS, rng.randrange(4)))],
-        "state": "closed" if closed else "open", "state_reason": "completed" if closed else None,
-        "locked": False, "assignee": None, "assignees": [], "milestone": None,
-        "comments": rng.randrange(30), "created_at": created.strftime(TIME),
+        "user": {
+            "login": login,
+            "id": rng.randrange(10**8),
+            "type": "User",
+            "site_admin": False,
+            "url": f"https://api.github.com/users/{login}",
+            "html_url": f"https://github.com/{login}",
+        },
+        "labels": [
+            {"id": 10**6 + i, "name": name, "color": "d73a4a", "default": False}
+            for i, name in enumerate(rng.sample(LABELS, rng.randrange(4)))
+        ],
+        "state": "closed" if closed else "open",
+        "state_reason": "completed" if closed else None,
+        "locked": False,
+        "assignee": None,
+        "assignees": [],
+        "milestone": None,
+        "comments": rng.randrange(30),
+        "created_at": created.strftime(TIME),
         "updated_at": (closed or created + timedelta(hours=3)).strftime(TIME),
         "closed_at": closed.strftime(TIME) if closed else None,
-        "author_association": rng.choice(("NONE", "CONTRIBUTOR", "MEMBER")), "body": body(rng),
-    }  # fmt: skip
+        "author_association": rng.choice(("NONE", "CONTRIBUTOR", "MEMBER")),
+        "body": body(rng),
+    }
     if is_pr:
         url = obj["html_url"]
-        obj["pull_request"] = {"url": f"{api}/pulls/{number}", "html_url": url,
-                               "diff_url": f"{url}.diff", "merged_at": None}  # fmt: skip
+        obj["pull_request"] = {
+            "url": f"{api}/pulls/{number}",
+            "html_url": url,
+            "diff_url": f"{url}.diff",
+            "merged_at": None,
+        }
     return obj
 
 
@@ -169,8 +212,13 @@ def main() -> None:
     sizes = sorted(int(size) for size in options.sizes.split(","))
     url = os.environ.get("DATABASE_URL", "postgres://root@127.0.0.1:5432/annotator_bench")
     # A 100,000-issue file (~330 MB) is over the default ANNOTATOR_IMPORT_MAX_MB of 200.
-    env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "annotator.settings",
-           "DJANGO_DEBUG": "0", "ANNOTATOR_IMPORT_MAX_MB": "4096"}  # fmt: skip
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "DJANGO_SETTINGS_MODULE": "annotator.settings",
+        "DJANGO_DEBUG": "0",
+        "ANNOTATOR_IMPORT_MAX_MB": "4096",
+    }
     env.pop("REDIS_URL", None)
     rows: list[dict[str, Any]] = []
     recreate_database(url)
@@ -189,15 +237,21 @@ def main() -> None:
             wall, rss, out = run_child([sys.executable, "-c", CHILD, str(files[size])], env)
             child = json.loads(out.strip().splitlines()[-1])
             mb = round(files[size].stat().st_size / 2**20, 1)
-            rows.append({
-                "run": kind, "issues": size, "file_mb": mb,
-                "wall_s": round(wall, 2), "import_s": round(child["seconds"], 2),
-                "issues_per_s": round(size / child["seconds"]),
-                "index_s": round(child["index_seconds"], 2), "indexed": child["indexed"],
-                "searchable_per_s": round(size / (child["seconds"] + child["index_seconds"])),
-                "peak_rss_mb": round(rss, 1),
-                "counts": child["counts"],
-            })  # fmt: skip
+            rows.append(
+                {
+                    "run": kind,
+                    "issues": size,
+                    "file_mb": mb,
+                    "wall_s": round(wall, 2),
+                    "import_s": round(child["seconds"], 2),
+                    "issues_per_s": round(size / child["seconds"]),
+                    "index_s": round(child["index_seconds"], 2),
+                    "indexed": child["indexed"],
+                    "searchable_per_s": round(size / (child["seconds"] + child["index_seconds"])),
+                    "peak_rss_mb": round(rss, 1),
+                    "counts": child["counts"],
+                }
+            )
     if not options.keep:
         drop_database(url)
     report(rows, sizes, load)

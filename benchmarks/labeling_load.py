@@ -66,16 +66,28 @@ def setup(items: int, annotators: int) -> dict[str, Any]:
     notes = [c["body"] or "" for c in json.loads((demo / "colossalai_comments.json").read_text())]
     repo = Repository.objects.create(owner="hpcaitech", name="ColossalAI")
     Issue.objects.bulk_create(
-        Issue(repository=repo, number=n, title=f"Issue {n}: NCCL timeout on {n % 8 + 1} nodes",
-              body=bodies[n % len(bodies)], state="closed", content_hash=f"{n:064x}",
-              comments_count=4)
+        Issue(
+            repository=repo,
+            number=n,
+            title=f"Issue {n}: NCCL timeout on {n % 8 + 1} nodes",
+            body=bodies[n % len(bodies)],
+            state="closed",
+            content_hash=f"{n:064x}",
+            comments_count=4,
+        )
         for n in range(1, items + 1)
-    )  # fmt: skip
+    )
     IssueComment.objects.bulk_create(
-        IssueComment(issue=issue, key=f"b{issue.pk}-{j}", body=notes[(issue.pk + j) % len(notes)],
-                     author="reviewer", content_hash=f"{issue.pk:060x}{j:04x}")
-        for issue in Issue.objects.only("pk") for j in range(4)
-    )  # fmt: skip
+        IssueComment(
+            issue=issue,
+            key=f"b{issue.pk}-{j}",
+            body=notes[(issue.pk + j) % len(notes)],
+            author="reviewer",
+            content_hash=f"{issue.pk:060x}{j:04x}",
+        )
+        for issue in Issue.objects.only("pk")
+        for j in range(4)
+    )
     owner = User.objects.create_superuser("bench-owner", password=PASSWORD)
     study = create_study(name="Load", codebook_version=version, owner=owner, overlap_k=2)
     hashed = make_password(PASSWORD)
@@ -100,9 +112,14 @@ class Browser:
         self.cookies: dict[str, str] = {}
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
 
-    def request(self, method: str, path: str, form: dict[str, Any] | None = None,
-                headers: dict[str, str] | None = None,
-                json_body: Any = None) -> tuple[int, Any, bytes]:  # fmt: skip
+    def request(
+        self,
+        method: str,
+        path: str,
+        form: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+        json_body: Any = None,
+    ) -> tuple[int, Any, bytes]:
         """One request on the keep-alive connection: a form, or a JSON body (the REST API,
         benchmarks/study_load.py), sent with the session's CSRF token."""
         sent = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
@@ -132,9 +149,10 @@ class Browser:
         token = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', page)
         assert token, "no CSRF token on the login page"
         status, _, _ = self.request(
-            "POST", "/login/",
+            "POST",
+            "/login/",
             {"username": username, "password": PASSWORD, "csrfmiddlewaretoken": token.group(1)},
-        )  # fmt: skip
+        )
         assert status == 302, f"login of {username} answered {status}"
 
 
@@ -150,8 +168,9 @@ class Stats:
             self.times[name].append(seconds)
 
 
-def annotator(browser: Browser, study: int, labels: dict[str, Any], think: float,
-              until: float, stats: Stats) -> None:  # fmt: skip
+def annotator(
+    browser: Browser, study: int, labels: dict[str, Any], think: float, until: float, stats: Stats
+) -> None:
     # Readers do not move in step: each waits a random share of one think time before starting,
     # and each read lasts think * U(0.75, 1.25) (mean `think`), so requests do not come in waves.
     rng = random.Random(id(browser))
@@ -229,8 +248,9 @@ def process_cpu() -> dict[str, float]:
     return used
 
 
-def run_phase(browsers: list[Browser], study: int, labels: dict[str, Any], think: float,
-              seconds: float) -> dict[str, Any]:  # fmt: skip
+def run_phase(
+    browsers: list[Browser], study: int, labels: dict[str, Any], think: float, seconds: float
+) -> dict[str, Any]:
     stats = Stats()
     ticks, used = cpu_ticks(), process_cpu()
     start = time.monotonic()
@@ -254,10 +274,13 @@ def run_phase(browsers: list[Browser], study: int, labels: dict[str, Any], think
 
 def summarize(stats: Stats, elapsed: float, think: float) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "think_s": think, "seconds": round(elapsed, 1), "loops": stats.loops,
+        "think_s": think,
+        "seconds": round(elapsed, 1),
+        "loops": stats.loops,
         "loops_per_s": round(stats.loops / elapsed, 1),
-        "errors": len(stats.errors), "error_samples": stats.errors[:3],
-    }  # fmt: skip
+        "errors": len(stats.errors),
+        "error_samples": stats.errors[:3],
+    }
     for name, times in stats.times.items():
         ms = sorted(t * 1000 for t in times)
         out[name] = {
@@ -274,11 +297,9 @@ def summarize(stats: Stats, elapsed: float, think: float) -> dict[str, Any]:
 
 
 def start_gunicorn(env: dict[str, str], port: int, workers: int) -> subprocess.Popen[bytes]:
-    server = subprocess.Popen(
-        [str(ROOT / ".venv" / "bin" / "gunicorn"), "annotator.wsgi", "-b", f"127.0.0.1:{port}",
-         "-w", str(workers), "--backlog", "256", "--log-level", "warning"],
-        cwd=ROOT, env=env,
-    )  # fmt: skip
+    gunicorn = [str(ROOT / ".venv" / "bin" / "gunicorn"), "annotator.wsgi"]
+    options = ["-b", f"127.0.0.1:{port}", "-w", str(workers), "--backlog", "256"]
+    server = subprocess.Popen([*gunicorn, *options, "--log-level", "warning"], cwd=ROOT, env=env)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -308,18 +329,27 @@ def main() -> None:
         print(json.dumps(setup(args.items, args.annotators)))
         return
     url = os.environ.get("DATABASE_URL") or DEFAULT_URL
-    env = {**os.environ, "DATABASE_URL": url, "DJANGO_DEBUG": "0", "DATABASE_CONN_MAX_AGE": "600",
-           "LOG_LEVEL": "WARNING"}  # fmt: skip
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "DJANGO_DEBUG": "0",
+        "DATABASE_CONN_MAX_AGE": "600",
+        "LOG_LEVEL": "WARNING",
+    }
     # The production shape (docker-compose.yml): sessions are cached in Redis.
     env["REDIS_URL"] = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/6")
     recreate_database(url)
     python = str(ROOT / ".venv" / "bin" / "python")
     subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    sizes = ["--items", str(args.items), "--annotators", str(args.annotators)]
     made = subprocess.run(
-        [python, __file__, "--setup-only", "--items", str(args.items),
-         "--annotators", str(args.annotators)],
-        cwd=ROOT, env=env, check=True, capture_output=True, text=True,
-    )  # fmt: skip
+        [python, __file__, "--setup-only", *sizes],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     world = json.loads(made.stdout.strip().splitlines()[-1])
     server = start_gunicorn(env, args.port, args.workers)
     try:
@@ -340,32 +370,46 @@ def main() -> None:
 
 
 def report(args: argparse.Namespace, results: dict[str, Any]) -> None:
-    results["config"] = {"annotators": args.annotators, "workers": args.workers,
-                         "cores": os.cpu_count(), "items": args.items}  # fmt: skip
+    results["config"] = {
+        "annotators": args.annotators,
+        "workers": args.workers,
+        "cores": os.cpu_count(),
+        "items": args.items,
+    }
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2))
-    print(f"{args.annotators} annotators, gunicorn {args.workers} sync workers, "
-          f"{os.cpu_count()} cores, load average before {results['load_before']:.2f}")  # fmt: skip
-    print(f"{'phase':<12}{'operation':<20}{'n':>7}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}"
-          f"{'errors':>8}{'loops/s':>9}")  # fmt: skip
+    print(
+        f"{args.annotators} annotators, gunicorn {args.workers} sync workers, "
+        f"{os.cpu_count()} cores, load average before {results['load_before']:.2f}"
+    )
+    print(
+        f"{'phase':<12}{'operation':<20}{'n':>7}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}"
+        f"{'errors':>8}{'loops/s':>9}"
+    )
     for phase in ("think", "saturation"):
         row = results[phase]
         for name in ("GET annotate page", "POST submit"):
             op = row[name]
-            print(f"{phase:<12}{name:<20}{op['n']:>7}{op['p50_ms']!s:>9}{op['p95_ms']!s:>9}"
-                  f"{op['max_ms']!s:>9}{row['errors']:>8}{row['loops_per_s']:>9}")  # fmt: skip
+            print(
+                f"{phase:<12}{name:<20}{op['n']:>7}{op['p50_ms']!s:>9}{op['p95_ms']!s:>9}"
+                f"{op['max_ms']!s:>9}{row['errors']:>8}{row['loops_per_s']:>9}"
+            )
     think, sat = results["think"], results["saturation"]
     p95 = max(think["GET annotate page"]["p95_ms"] or 0, think["POST submit"]["p95_ms"] or 0)
-    print(f"targets: p95 < {TARGET_P95_MS} ms with think time: {p95} ms "
-          f"{'ok' if p95 < TARGET_P95_MS else 'MISSED'}; no errors: "
-          f"{'ok' if not think['errors'] and not sat['errors'] else 'MISSED'}; "
-          f"≥ {TARGET_LOOPS} loops/s at saturation: {sat['loops_per_s']} "
-          f"{'ok' if sat['loops_per_s'] >= TARGET_LOOPS else 'MISSED'}")  # fmt: skip
+    print(
+        f"targets: p95 < {TARGET_P95_MS} ms with think time: {p95} ms "
+        f"{'ok' if p95 < TARGET_P95_MS else 'MISSED'}; no errors: "
+        f"{'ok' if not think['errors'] and not sat['errors'] else 'MISSED'}; "
+        f"≥ {TARGET_LOOPS} loops/s at saturation: {sat['loops_per_s']} "
+        f"{'ok' if sat['loops_per_s'] >= TARGET_LOOPS else 'MISSED'}"
+    )
     if think["cpu_idle_percent"] is not None:
-        print(f"CPU idle: think {think['cpu_idle_percent']}%, saturation "
-              f"{sat['cpu_idle_percent']}%; stolen by the hypervisor (other guests): "
-              f"think {think['cpu_stolen_percent']}%, "
-              f"saturation {sat['cpu_stolen_percent']}%")  # fmt: skip
+        print(
+            f"CPU idle: think {think['cpu_idle_percent']}%, saturation "
+            f"{sat['cpu_idle_percent']}%; stolen by the hypervisor (other guests): "
+            f"think {think['cpu_stolen_percent']}%, "
+            f"saturation {sat['cpu_stolen_percent']}%"
+        )
     for phase in ("think", "saturation"):
         shares = ", ".join(f"{k} {v}" for k, v in results[phase]["cpu_ms_per_loop"].items())
         print(f"CPU ms per loop ({phase}): {shares}")

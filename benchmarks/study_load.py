@@ -23,6 +23,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +38,16 @@ import labeling_load as base  # noqa: E402 -- data, gunicorn and the keep-alive 
 RESULTS = ROOT / "benchmarks" / "results" / "study_load.json"
 DEFAULT_URL = "postgres://root@127.0.0.1:5432/annotator_bench_study"
 QUEUE = "bench_study_load"  # its own queue: a test worker on the same Redis never takes its jobs
-ROUTES = ["GET next item (page)", "GET annotate page", "POST submit (page)",
-          "POST next item (API)", "POST submit (API)", "POST agreement start",
-          "POST export start", "GET job status"]  # fmt: skip
+ROUTES = [
+    "GET next item (page)",
+    "GET annotate page",
+    "POST submit (page)",
+    "POST next item (API)",
+    "POST submit (API)",
+    "POST agreement start",
+    "POST export start",
+    "GET job status",
+]
 LABELING = ["GET annotate page", "POST submit (page)", "POST next item (API)", "POST submit (API)"]
 
 
@@ -52,10 +60,16 @@ def setup(items: int, annotators: int) -> dict[str, Any]:
 
     schema = codebook_schema(Study.objects.get(pk=world["study"]).codebook_version)
     world["facets"] = [
-        {"id": f.id, "key": f.key, "multi": f.is_multi, "required": f.required,
-         "codes": {c.code: c.id for c in f.categories}}
-        for f in schema.facets if all(c.parent_id is None for c in f.categories)
-    ]  # fmt: skip
+        {
+            "id": f.id,
+            "key": f.key,
+            "multi": f.is_multi,
+            "required": f.required,
+            "codes": {c.code: c.id for c in f.categories},
+        }
+        for f in schema.facets
+        if all(c.parent_id is None for c in f.categories)
+    ]
     world["owner"] = "bench-owner"
     return world
 
@@ -117,8 +131,15 @@ def new_stats() -> base.Stats:
     return stats
 
 
-def timed(stats: base.Stats, route: str, browser: base.Browser, method: str, path: str,
-          *args: Any, **kwargs: Any) -> tuple[int, Any, bytes]:  # fmt: skip
+def timed(
+    stats: base.Stats,
+    route: str,
+    browser: base.Browser,
+    method: str,
+    path: str,
+    *args: Any,
+    **kwargs: Any,
+) -> tuple[int, Any, bytes]:
     """One request, its latency counted under `route`."""
     start = time.perf_counter()
     answer = browser.request(method, path, *args, **kwargs)
@@ -181,8 +202,9 @@ class Person:
         status, _, page = timed(stats, "GET annotate page", self.browser, "GET", path)
         expect(status == 200 and b"annotate-form" in page, f"GET {path}: {status}")
 
-    def submit(self, assignment: int, labels: dict[str, list[str]], notes: str,
-               stats: base.Stats) -> int | None:  # fmt: skip
+    def submit(
+        self, assignment: int, labels: dict[str, list[str]], notes: str, stats: base.Stats
+    ) -> int | None:
         if self.api:
             path = f"/api/assignments/{assignment}/submit/"
             payload = {"labels": labels, "notes": notes, "seconds_spent": 2}
@@ -215,25 +237,49 @@ def expect(condition: Any, message: str) -> None:
 
 
 # --- the owner: jobs started during the run, polled until done --------------------------------
-def run_job(owner: base.Browser, start_path: str, payload: dict[str, Any], status_path: str,
-            route: str, stats: base.Stats) -> dict[str, Any]:  # fmt: skip
+@dataclass(frozen=True)
+class JobStart:
+    """A job the owner starts through the API: the start's path and body, the path of the
+    job's status (`{id}` filled in) and the route the start is counted under."""
+
+    path: str
+    payload: dict[str, Any]
+    status_path: str
+    route: str
+
+
+def agreement_run(study: int) -> JobStart:
+    path = f"/api/studies/{study}/agreement-runs/"
+    return JobStart(path, {}, "/api/agreement-runs/{id}/", "POST agreement start")
+
+
+def export_job(study: int, fmt: str, table: str) -> JobStart:
+    path, payload = f"/api/studies/{study}/exports/", {"format": fmt, "table": table}
+    return JobStart(path, payload, "/api/exports/{id}/", "POST export start")
+
+
+def run_job(owner: base.Browser, start: JobStart, stats: base.Stats) -> dict[str, Any]:
     """Start a job through the API, poll it every 0.5 s; its durations as the client saw them
     and as the job row recorded them."""
-    began = time.monotonic()
-    status, _, body = timed(stats, route, owner, "POST", start_path, json_body=payload)
-    expect(status == 202, f"POST {start_path}: {status} {body[:200]!r}")
+    began, payload = time.monotonic(), start.payload
+    status, _, body = timed(stats, start.route, owner, "POST", start.path, json_body=payload)
+    expect(status == 202, f"POST {start.path}: {status} {body[:200]!r}")
     job = json.loads(body)
     while job["status"] not in ("succeeded", "failed") and time.monotonic() - began < 600:
         time.sleep(0.5)
-        path = status_path.format(id=job["id"])
+        path = start.status_path.format(id=job["id"])
         code, _, body = timed(stats, "GET job status", owner, "GET", path)
         expect(code == 200, f"GET job {job['id']}: {code}")
         job = json.loads(body)
     expect(job["status"] == "succeeded", f"job {job['id']} {job['status']}: {job.get('error')}")
-    return {"id": job["id"], "payload": payload, "seen_s": round(time.monotonic() - began, 2),
-            "worker_s": seconds_between(job["started_at"], job["finished_at"]),
-            "queued_s": seconds_between(job["created_at"], job["started_at"]),
-            "rows": job.get("rows_written")}  # fmt: skip
+    return {
+        "id": job["id"],
+        "payload": payload,
+        "seen_s": round(time.monotonic() - began, 2),
+        "worker_s": seconds_between(job["started_at"], job["finished_at"]),
+        "queued_s": seconds_between(job["created_at"], job["started_at"]),
+        "rows": job.get("rows_written"),
+    }
 
 
 def seconds_between(start: str | None, end: str | None) -> float | None:
@@ -244,14 +290,13 @@ def seconds_between(start: str | None, end: str | None) -> float | None:
     return round((datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds(), 3)
 
 
-def owner_during_load(owner: base.Browser, study: int, seconds: float, stats: base.Stats,
-                      jobs: list[dict[str, Any]]) -> None:  # fmt: skip
+def owner_during_load(
+    owner: base.Browser, study: int, seconds: float, stats: base.Stats, jobs: list[dict[str, Any]]
+) -> None:
     """A quarter into the run an agreement run, at half an export to CSV, then to JSON."""
     try:
         time.sleep(seconds * 0.25)
-        jobs.append({"job": "agreement", **run_job(
-            owner, f"/api/studies/{study}/agreement-runs/", {}, "/api/agreement-runs/{id}/",
-            "POST agreement start", stats)})  # fmt: skip
+        jobs.append({"job": "agreement", **run_job(owner, agreement_run(study), stats)})
         time.sleep(max(0.0, seconds * 0.25 - jobs[-1]["seen_s"]))
         for fmt in ("csv", "json"):
             jobs.append({"job": f"export {fmt}", **export(owner, study, fmt, "final", stats)})
@@ -261,8 +306,7 @@ def owner_during_load(owner: base.Browser, study: int, seconds: float, stats: ba
 
 
 def export(owner: base.Browser, study: int, fmt: str, table: str, stats: base.Stats):
-    return run_job(owner, f"/api/studies/{study}/exports/", {"format": fmt, "table": table},
-                   "/api/exports/{id}/", "POST export start", stats)  # fmt: skip
+    return run_job(owner, export_job(study, fmt, table), stats)
 
 
 def download(owner: base.Browser, job: int) -> bytes:
@@ -283,8 +327,9 @@ def long_table(fmt: str, data: bytes) -> dict[tuple[int, str], dict[str, list[st
 
 
 # --- the run ---------------------------------------------------------------------------------
-def run_phase(people: list[Person], owner: base.Browser | None, think: float, seconds: float,
-              ledger: Ledger) -> tuple[dict[str, Any], list[dict[str, Any]]]:  # fmt: skip
+def run_phase(
+    people: list[Person], owner: base.Browser | None, think: float, seconds: float, ledger: Ledger
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     stats = new_stats()
     jobs: list[dict[str, Any]] = []
     start = time.monotonic()
@@ -306,12 +351,15 @@ def run_phase(people: list[Person], owner: base.Browser | None, think: float, se
 def start_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     """A Celery worker (solo pool) on the benchmark's queue; waits until it says it is ready."""
     handle = log.open("wb")
+    celery = [str(ROOT / ".venv" / "bin" / "celery"), "-A", "annotator", "worker", "--pool=solo"]
+    quiet = ["--without-heartbeat", "--without-gossip", "--without-mingle"]
     worker = subprocess.Popen(
-        [str(ROOT / ".venv" / "bin" / "celery"), "-A", "annotator", "worker", "--pool=solo",
-         "-Q", QUEUE, "--loglevel=INFO", "--without-heartbeat", "--without-gossip",
-         "--without-mingle"],
-        cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        [*celery, "-Q", QUEUE, "--loglevel=INFO", *quiet],
+        cwd=ROOT,
+        env=env,
+        stdout=handle,
+        stderr=subprocess.STDOUT,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and worker.poll() is None:
         if b" ready." in log.read_bytes():
@@ -329,22 +377,27 @@ def prove(ledger: Ledger, database: dict[str, Any], exports: dict[str, Any]) -> 
     for assignment, sent in ledger.entries.items():
         stored = database.get(str(assignment))
         labels = {f: sorted(c) for f, c in stored["labels"].items()} if stored else None
+        sent_row = (sent["annotator"], sent["labels"], sent["notes"])
         if stored is None:
             missing.append(assignment)
-        elif (stored["annotator"], labels, stored["notes"]) != (
-            sent["annotator"], sent["labels"], sent["notes"]):  # fmt: skip
+        elif (stored["annotator"], labels, stored["notes"]) != sent_row:
             wrong.append(assignment)
         for fmt, table in exports.items():
             if stored is None or table.get((stored["item"], sent["annotator"]), {}) != labels:
                 absent[fmt].append(assignment)
     return {
-        "submitted_2xx": len(ledger.entries), "in_database": len(database),
-        "missing_in_database": len(missing), "labels_differ": len(wrong),
+        "submitted_2xx": len(ledger.entries),
+        "in_database": len(database),
+        "missing_in_database": len(missing),
+        "labels_differ": len(wrong),
         "not_confirmed_by_a_2xx": len(set(map(int, database)) - set(ledger.entries)),
         **{f"missing_in_{fmt}_export": len(a) for fmt, a in absent.items()},
-        "samples": {"missing": missing[:5], "wrong": wrong[:5],
-                    **{fmt: a[:5] for fmt, a in absent.items()}},
-    }  # fmt: skip
+        "samples": {
+            "missing": missing[:5],
+            "wrong": wrong[:5],
+            **{fmt: a[:5] for fmt, a in absent.items()},
+        },
+    }
 
 
 def main() -> None:
@@ -378,17 +431,28 @@ def main() -> None:
 
 
 def measure(args: argparse.Namespace, url: str, scratch: Path) -> dict[str, Any]:
-    env = {**os.environ, "DATABASE_URL": url, "DJANGO_DEBUG": "0", "DATABASE_CONN_MAX_AGE": "600",
-           "LOG_LEVEL": "WARNING", "CELERY_QUEUE": QUEUE, "DJANGO_MEDIA_ROOT": str(scratch),
-           "REDIS_URL": os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/7")}  # fmt: skip
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "DJANGO_DEBUG": "0",
+        "DATABASE_CONN_MAX_AGE": "600",
+        "LOG_LEVEL": "WARNING",
+        "CELERY_QUEUE": QUEUE,
+        "DJANGO_MEDIA_ROOT": str(scratch),
+        "REDIS_URL": os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/7"),
+    }
     recreate_database(url)
     python = str(ROOT / ".venv" / "bin" / "python")
     subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    sizes = ["--items", str(args.items), "--annotators", str(args.annotators)]
     made = subprocess.run(
-        [python, __file__, "--child", "setup", "--items", str(args.items),
-         "--annotators", str(args.annotators)],
-        cwd=ROOT, env=env, check=True, capture_output=True, text=True,
-    )  # fmt: skip
+        [python, __file__, "--child", "setup", *sizes],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     world = json.loads(made.stdout.strip().splitlines()[-1])
     worker = start_worker(env, scratch / "worker.log")
     server = base.start_gunicorn(env, args.port, args.workers)
@@ -401,8 +465,9 @@ def measure(args: argparse.Namespace, url: str, scratch: Path) -> dict[str, Any]
         worker.wait(timeout=30)
 
 
-def load_and_prove(args: argparse.Namespace, world: dict[str, Any], env: dict[str, str],
-                   scratch: Path) -> dict[str, Any]:  # fmt: skip
+def load_and_prove(
+    args: argparse.Namespace, world: dict[str, Any], env: dict[str, str], scratch: Path
+) -> dict[str, Any]:
     api_count = round(args.annotators * args.api_share)
     people = []
     for index, name in enumerate(world["users"]):
@@ -421,10 +486,8 @@ def load_and_prove(args: argparse.Namespace, world: dict[str, Any], env: dict[st
     results["jobs"] += [{"job": f"after: long {fmt}", **job} for fmt, job in after.items()]
     tables = {fmt: long_table(fmt, download(owner, job["id"])) for fmt, job in after.items()}
     out = scratch / "database.json"
-    subprocess.run(
-        [sys.executable, __file__, "--child", "database", "--study", str(world["study"]),
-         "--out", str(out)], cwd=ROOT, env=env, check=True,
-    )  # fmt: skip
+    child = ["--child", "database", "--study", str(world["study"]), "--out", str(out)]
+    subprocess.run([sys.executable, __file__, *child], cwd=ROOT, env=env, check=True)
     results["proof"] = prove(ledger, json.loads(out.read_text()), tables)
     return results
 
@@ -436,27 +499,37 @@ def report(args: argparse.Namespace, results: dict[str, Any]) -> bool:
     results["config"]["cores"] = os.cpu_count()
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2))
-    print(f"{args.annotators} annotators ({results['api_annotators']} by API), gunicorn "
-          f"{args.workers} sync workers + 1 Celery worker, {os.cpu_count()} cores, load average "
-          f"before {results['load_before']:.2f}")  # fmt: skip
+    print(
+        f"{args.annotators} annotators ({results['api_annotators']} by API), gunicorn "
+        f"{args.workers} sync workers + 1 Celery worker, {os.cpu_count()} cores, load average "
+        f"before {results['load_before']:.2f}"
+    )
     print(f"{'phase':<11}{'route':<23}{'n':>7}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}")
     phases = [phase for phase in ("think", "saturation") if phase in results]
     for phase in phases:
         for route, op in ((r, results[phase][r]) for r in ROUTES if r in results[phase]):
-            print(f"{phase:<11}{route:<23}{op['n']:>7}{op['p50_ms']!s:>9}"
-                  f"{op['p95_ms']!s:>9}{op['max_ms']!s:>9}")  # fmt: skip
+            print(
+                f"{phase:<11}{route:<23}{op['n']:>7}{op['p50_ms']!s:>9}"
+                f"{op['p95_ms']!s:>9}{op['max_ms']!s:>9}"
+            )
         row = results[phase]
-        print(f"{phase:<11}loops/s {row['loops_per_s']}, loops {row['loops']}, "
-              f"errors {row['errors']} {row['error_samples']}")  # fmt: skip
+        print(
+            f"{phase:<11}loops/s {row['loops_per_s']}, loops {row['loops']}, "
+            f"errors {row['errors']} {row['error_samples']}"
+        )
     for job in results["jobs"]:
-        print(f"job {job['job']:<16} client {job['seen_s']} s, worker {job['worker_s']} s, "
-              f"queued {job['queued_s']} s, rows {job['rows']}")  # fmt: skip
+        print(
+            f"job {job['job']:<16} client {job['seen_s']} s, worker {job['worker_s']} s, "
+            f"queued {job['queued_s']} s, rows {job['rows']}"
+        )
     print_targets(results, phases)
     proof = results["proof"]
     print("proof: " + ", ".join(f"{k} {v}" for k, v in proof.items() if k != "samples"))
     lost = sum(v for k, v in proof.items() if k.startswith("missing") or k == "labels_differ")
-    print("every submitted annotation is in the database and both exports: "
-          + ("yes" if lost == 0 else f"NO, see {RESULTS}"))  # fmt: skip
+    print(
+        "every submitted annotation is in the database and both exports: "
+        + ("yes" if lost == 0 else f"NO, see {RESULTS}")
+    )
     return lost == 0
 
 
@@ -466,9 +539,11 @@ def print_targets(results: dict[str, Any], phases: list[str]) -> None:
     think = results["think"]
     p95 = max(think[r]["p95_ms"] for r in LABELING if r in think)
     errors = sum(results[phase]["errors"] for phase in phases)
-    line = (f"targets: labeling p95 < {base.TARGET_P95_MS} ms with think time: {p95} ms "
-            f"{'ok' if p95 < base.TARGET_P95_MS else 'MISSED'}; errors {errors} "
-            f"{'ok' if errors == 0 else 'MISSED'}")  # fmt: skip
+    line = (
+        f"targets: labeling p95 < {base.TARGET_P95_MS} ms with think time: {p95} ms "
+        f"{'ok' if p95 < base.TARGET_P95_MS else 'MISSED'}; errors {errors} "
+        f"{'ok' if errors == 0 else 'MISSED'}"
+    )
     if "saturation" in results:
         loops = results["saturation"]["loops_per_s"]
         line += f"; ≥ {base.TARGET_LOOPS} loops/s at saturation: {loops} "
