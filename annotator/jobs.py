@@ -115,9 +115,12 @@ def claim_job(model: type[Job], pk: int) -> bool:
     """
     now = timezone.now()
     claimed = model._default_manager.filter(pk=pk, status=Job.Status.QUEUED).update(
-        status=Job.Status.RUNNING, started_at=now, heartbeat_at=now, worker=worker_identity(),
+        status=Job.Status.RUNNING,
+        started_at=now,
+        heartbeat_at=now,
+        worker=worker_identity(),
         error="",
-    )  # fmt: skip
+    )
     if not claimed:
         fail_lost_jobs(model, now=now, pks=[pk])
     return bool(claimed)

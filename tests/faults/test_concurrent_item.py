@@ -81,9 +81,13 @@ def _at_once(
         labels = scene.world.labels(screening="relevant", symptom=code)
         try:
             outcome.adjudicated = adjudicate_item(
-                item=item, user=scene.adjudicator, labels=labels, reason="annotator-slip",
-                comment=f"chose {code}", version=seen,
-            )  # fmt: skip
+                item=item,
+                user=scene.adjudicator,
+                labels=labels,
+                reason="annotator-slip",
+                comment=f"chose {code}",
+                version=seen,
+            )
         except DecisionConflict:
             outcome.refused = True
 
@@ -96,9 +100,13 @@ def _at_once(
             connection.close()
 
     threads = [
-        threading.Thread(target=run, args=(annotate, assignments[0], scene.annotators[0], codes[0])),
-        threading.Thread(target=run, args=(annotate, assignments[1], scene.annotators[1], codes[1])),
-    ]  # fmt: skip
+        threading.Thread(
+            target=run, args=(annotate, assignments[0], scene.annotators[0], codes[0])
+        ),
+        threading.Thread(
+            target=run, args=(annotate, assignments[1], scene.annotators[1], codes[1])
+        ),
+    ]
     if codes[2]:
         threads.append(threading.Thread(target=run, args=(adjudicate, codes[2])))
     for thread in threads:
@@ -141,8 +149,14 @@ def _check(
         assert (decision.source if decision else None) == verdict.source
         if decision is not None:
             expected = {(f, c) for f, cs in verdict.labels.items() for c in cs}
-            assert set(DecisionLabel.objects.filter(decision=decision).values_list(
-                "facet_id", "category_id")) == expected  # fmt: skip
+            assert (
+                set(
+                    DecisionLabel.objects.filter(decision=decision).values_list(
+                        "facet_id", "category_id"
+                    )
+                )
+                == expected
+            )
     agreement = ItemAgreement.objects.get(item=item)
     assert agreement.value == pytest.approx(item_agreement(final_sets, facets))
     _check_history(item, decision)
