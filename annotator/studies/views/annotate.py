@@ -64,8 +64,19 @@ def annotate(request: HttpRequest, assignment_id: int) -> HttpResponse:
             round_id=assignment.item.round_id, max_age=ROUND_PROGRESS_MAX_AGE
         ),
         skip_fields=skip_fields(),
+        **_guidelines(assignment),
     )
     return render(request, "studies/annotate.html", context)
+
+
+def _guidelines(assignment: Assignment) -> dict[str, Any]:
+    """The guidelines drawer: the study's guidelines (memoised rendering) and the address of
+    the codebook's guideline page, which the drawer loads when first opened."""
+    study = assignment.item.study
+    return {
+        "guidelines_html": markdown_html(study.guidelines) if study.guidelines else "",
+        "codebook_guideline_url": reverse("taxonomy:guideline", args=[study.codebook_version_id]),
+    }
 
 
 def _annotation(assignment: Assignment) -> Annotation | None:
@@ -156,7 +167,11 @@ def _form_again(
         # htmx swaps 2xx answers only; the form comes back with its errors in place.
         return render(request, "studies/annotate.html#annotate-form", context)
     context.update(
-        issue=assignment.item.issue, body_html="", comments=[], skip_fields=skip_fields()
+        issue=assignment.item.issue,
+        body_html="",
+        comments=[],
+        skip_fields=skip_fields(),
+        **_guidelines(assignment),
     )
     return render(request, "studies/annotate.html", context, status=400)
 
