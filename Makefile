@@ -44,16 +44,11 @@ lint: venv
 	$(BIN)/ruff format --check .
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null
-	$(BIN)/mypy annotator/jobs.py annotator/issues/formats.py annotator/issues/rendering.py \
-	  annotator/issues/services.py annotator/issues/writer.py annotator/agreement \
-	  annotator/exports/writers.py annotator/exports/spreadsheets.py annotator/uploads.py \
-	  annotator/upload_handling.py annotator/backup annotator/job_sweep.py annotator/dispatch.py \
-	  annotator/cache.py annotator/middleware.py annotator/accounts/tokens.py \
-	  annotator/accounts/services.py annotator/sql.py
+	$(BIN)/mypy annotator taxonomy_app
 
 # Scale checks (benchmarks/README.md); each drops and recreates its own *_bench* database.
 BENCHES := import_issues agreement_stats agreement_run export_writers export_run labeling_load \
-  study_load
+  study_load sql_vs_orm
 
 bench: venv
 	@for bench in $(BENCHES); do \
