@@ -10,8 +10,7 @@ from django.db.models import Max
 from ..errors import CodebookError
 from ..formats import SLUG, slugify
 from ..models import Category, ChangeOperation, Facet
-from .drafts import require_draft
-from .versions import _user
+from .versions import _user, require_draft
 
 TEXT_FIELDS = ("definition", "include", "exclude", "examples")
 
