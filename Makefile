@@ -36,8 +36,17 @@ run: venv
 	  DJANGO_DEBUG=1 $(BIN)/python manage.py runserver 127.0.0.1:8000; \
 	fi
 
+# In parallel (pytest-xdist): each worker has its own test database (test_annotator_gw0, …),
+# Redis database, Celery worker and browser (tests/conftest.py). More workers than cores pay:
+# much of the suite waits on a browser, a worker process or a server. PYTEST_ARGS="-n 0" runs
+# it in one process. Bytecode is kept even where PYTHONDONTWRITEBYTECODE is set: a run starts
+# dozens of Python processes (workers, servers, commands) that would each compile the same
+# modules again, and pytest would rewrite every test module's asserts in each worker.
+TEST_WORKERS ?= 3
+
 test: venv
-	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/pytest $(PYTEST_ARGS)
+	env -u PYTHONDONTWRITEBYTECODE DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
+	  $(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 lint: venv
 	$(BIN)/ruff check .

@@ -8,11 +8,13 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.db import connection
 from hypothesis import settings as hypothesis_settings
 
+from tests import parallel
 from tests.factories import UserFactory
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,6 +25,67 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 hypothesis_settings.register_profile("ci", derandomize=True, database=None)
 if os.environ.get("CI"):
     hypothesis_settings.load_profile("ci")
+
+
+def _give_this_worker_its_own_redis() -> None:
+    """Settings are read before this module is imported (pytest-django sets Django up first),
+    but neither the cache nor the Celery app has connected yet: point both, and the processes
+    the tests start (which inherit the environment), at this worker's database."""
+    worker, url = parallel.worker_id(), os.environ.get("REDIS_URL")
+    if not worker or not url:
+        return
+    from django.conf import settings
+
+    url = parallel.redis_url_of_worker(url, worker)
+    os.environ["REDIS_URL"] = settings.REDIS_URL = settings.CELERY_BROKER_URL = url
+    settings.CACHES["default"]["LOCATION"] = url
+    from annotator.celery import app
+
+    app.conf.broker_url = url
+
+
+_give_this_worker_its_own_redis()
+
+
+@pytest.fixture(scope="session")
+def django_db_keepdb(
+    request: pytest.FixtureRequest, django_db_modify_db_settings: None, django_db_blocker: Any
+) -> Iterator[bool]:
+    """pytest-django's --reuse-db; and under xdist, the worker's database copied from a template
+    migrated once for the run (tests/parallel.py), kept for pytest-django to find, dropped here
+    at the end."""
+    copy = (
+        parallel.worker_id()
+        and not request.config.getvalue("reuse_db")
+        and not request.config.getvalue("create_db")
+        and not request.config.getvalue("nomigrations")
+        and connection.vendor == "postgresql"
+    )
+    if not copy:
+        yield bool(request.config.getvalue("reuse_db"))
+        return
+    with django_db_blocker.unblock():
+        template = parallel.clone_test_database(parallel.worker_id())
+    yield True
+    with django_db_blocker.unblock():
+        parallel.drop_cloned_test_database(template)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def media_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Uploads and exports of this run (of this xdist worker) in a folder of its own, shared
+    with the worker processes it starts (DJANGO_MEDIA_ROOT), not under the checkout's var/."""
+    from django.test import override_settings
+
+    media = tmp_path_factory.mktemp("media")
+    previous = os.environ.get("DJANGO_MEDIA_ROOT")
+    os.environ["DJANGO_MEDIA_ROOT"] = str(media)
+    with override_settings(MEDIA_ROOT=media):
+        yield media
+    if previous is None:
+        os.environ.pop("DJANGO_MEDIA_ROOT")
+    else:
+        os.environ["DJANGO_MEDIA_ROOT"] = previous
 
 
 @pytest.fixture(scope="session", autouse=True)
