@@ -24,6 +24,9 @@ from annotator.jobs import Job
 from tests.conftest import ROOT, _database_url, _wait_until_ready
 
 QUEUE = "annotator-killed-worker-tests"
+# Delivery tags of the messages the killed workers held unacknowledged: those that Redis hands
+# out again. Not whatever else is unacknowledged later (a live worker's task in progress).
+KILLED_TAGS: set[str] = set()
 
 
 @dataclass
@@ -34,6 +37,8 @@ class Worker:
         """SIGKILL the worker's whole process group: no handler, no `finally`, no ack runs."""
         os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(timeout=30)
+        with _broker() as broker:
+            KILLED_TAGS.update(_unacked(broker.default_channel))
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -60,6 +65,7 @@ def workers_fixture(
     default_queue = app.conf.task_default_queue
     app.conf.task_default_queue = QUEUE
     _forget_messages()
+    KILLED_TAGS.clear()
     started: list[Worker] = []
 
     def start(**env: str) -> Worker:
@@ -112,7 +118,7 @@ def redeliver_killed_tasks() -> int:
     unacknowledged task goes back on the queue, marked redelivered."""
     with _broker() as broker:
         channel = broker.default_channel
-        tags = list(_unacked(channel))
+        tags = [tag for tag in _unacked(channel) if tag in KILLED_TAGS]
         for tag in tags:
             channel.qos.restore_by_tag(tag)
     return len(tags)
