@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -89,6 +90,23 @@ def workers_fixture(
         worker.stop()
     _forget_messages()
     app.conf.task_default_queue = default_queue
+
+
+@pytest.fixture(name="queue_nobody_reads")
+def queue_nobody_reads_fixture() -> Iterator[str]:
+    """Tasks sent meanwhile go to a queue no worker reads: a test that runs a job itself must not
+    race the session's worker (tests/conftest.py) for it, which takes the default queue's."""
+    from annotator.celery import app
+
+    queue = f"annotator-unread-{uuid.uuid4().hex}"
+    default, app.conf.task_default_queue = app.conf.task_default_queue, queue
+    try:
+        yield queue
+    finally:
+        app.conf.task_default_queue = default
+        if os.environ.get("REDIS_URL"):
+            with _broker() as broker:
+                broker.default_channel.client.delete(queue)
 
 
 def _broker() -> Any:

@@ -57,6 +57,7 @@ from tests.faults.killable import (
     Worker,
     eventually,
     finished,
+    queue_nobody_reads_fixture,  # noqa: F401 -- the `queue_nobody_reads` fixture
     redeliver_killed_tasks,
     wait_for,
     wait_until_delivered,
@@ -408,7 +409,7 @@ def _sweep_and_close(now: Any) -> None:
 
 
 def test_an_import_failed_as_lost_while_still_running_keeps_nothing(
-    monkeypatch, settings, tmp_path
+    monkeypatch, settings, tmp_path, queue_nobody_reads
 ) -> None:
     from annotator.issues import services
 
