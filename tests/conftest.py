@@ -124,10 +124,25 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subpro
     app.control.purge()
     env = {**os.environ, "DATABASE_URL": _database_url(test_db), "DATABASE_CONN_MAX_AGE": "0"}
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "annotator", "worker", "--pool=solo",
-         "--loglevel=INFO", "--without-heartbeat", "--without-gossip", "--without-mingle"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "annotator",
+            "worker",
+            "--pool=solo",
+            "--loglevel=INFO",
+            "--without-heartbeat",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     _wait_until_ready(worker)
     yield worker
     worker.terminate()
@@ -184,10 +199,16 @@ def browser():  # type: ignore[no-untyped-def]
         browser = playwright.chromium.launch(
             executable_path="/usr/bin/chromium",
             headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync"],
-        )  # fmt: skip
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
         yield browser
         browser.close()
 

@@ -116,10 +116,12 @@ def _maintenance(lock: str) -> Iterator[psycopg2.extensions.cursor]:
 
     settings = connection.settings_dict
     admin = psycopg2.connect(
-        dbname="postgres", user=settings.get("USER") or None,
-        password=settings.get("PASSWORD") or None, host=settings.get("HOST") or "127.0.0.1",
+        dbname="postgres",
+        user=settings.get("USER") or None,
+        password=settings.get("PASSWORD") or None,
+        host=settings.get("HOST") or "127.0.0.1",
         port=settings.get("PORT") or 5432,
-    )  # fmt: skip
+    )
     admin.autocommit = True
     try:
         with admin.cursor() as cursor:

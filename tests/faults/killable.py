@@ -70,16 +70,38 @@ def workers_fixture(
     started: list[Worker] = []
 
     def start(**env: str) -> Worker:
-        environment = {**os.environ, "DATABASE_URL": database, "DATABASE_CONN_MAX_AGE": "0",
-                       "CELERY_QUEUE": QUEUE, "DJANGO_MEDIA_ROOT": str(settings.MEDIA_ROOT),
-                       "JOB_HEARTBEAT_TIMEOUT_SECONDS": "2", **env}  # fmt: skip
+        environment = {
+            **os.environ,
+            "DATABASE_URL": database,
+            "DATABASE_CONN_MAX_AGE": "0",
+            "CELERY_QUEUE": QUEUE,
+            "DJANGO_MEDIA_ROOT": str(settings.MEDIA_ROOT),
+            "JOB_HEARTBEAT_TIMEOUT_SECONDS": "2",
+            **env,
+        }
         process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "annotator", "worker", "--pool=solo",
-             "--loglevel=INFO", "--without-heartbeat", "--without-gossip", "--without-mingle",
-             "-n", f"killable{len(started)}@%h"],
-            cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, start_new_session=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "annotator",
+                "worker",
+                "--pool=solo",
+                "--loglevel=INFO",
+                "--without-heartbeat",
+                "--without-gossip",
+                "--without-mingle",
+                "-n",
+                f"killable{len(started)}@%h",
+            ],
+            cwd=ROOT,
+            env=environment,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
         worker = Worker(process)
         started.append(worker)
         _wait_until_ready(process)

@@ -72,10 +72,23 @@ class RedisServer:
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--daemonize", "no"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         wait_for(self._answers, 10, "redis-server")
 
     def kill(self) -> None:
@@ -142,8 +155,20 @@ class PostgresCluster:
             f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.directory} "
             "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         )
-        self._pg("pg_ctl", "-D", str(self.data), "-l", str(self.directory / "log"),
-                 "-o", options, "-w", "-t", "60", *args, action)  # fmt: skip
+        self._pg(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.directory / "log"),
+            "-o",
+            options,
+            "-w",
+            "-t",
+            "60",
+            *args,
+            action,
+        )
 
     def create_database(self, name: str) -> None:
         self._pg("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", name)
@@ -151,10 +176,24 @@ class PostgresCluster:
     def remove(self) -> None:
         if (self.data / "postmaster.pid").exists():
             subprocess.run(
-                ["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D", str(self.data),
-                 "-m", "immediate", "-w", "stop"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, timeout=120,
-            )  # fmt: skip
+                [
+                    "runuser",
+                    "-u",
+                    "postgres",
+                    "--",
+                    str(PG_BIN / "pg_ctl"),
+                    "-D",
+                    str(self.data),
+                    "-m",
+                    "immediate",
+                    "-w",
+                    "stop",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                check=False,
+                timeout=120,
+            )
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def _pg(self, program: str, *args: str) -> None:
@@ -189,10 +228,22 @@ def gunicorn(env: dict[str, str], workers: int = 2) -> Iterator[str]:
     """The web app under gunicorn; yields its base URL."""
     port = free_port()
     server = subprocess.Popen(
-        [str(ROOT / ".venv" / "bin" / "gunicorn"), "annotator.wsgi", "-b", f"127.0.0.1:{port}",
-         "-w", str(workers), "--timeout", "60", "--log-level", "warning"],
-        cwd=ROOT, env=env, start_new_session=True,
-    )  # fmt: skip
+        [
+            str(ROOT / ".venv" / "bin" / "gunicorn"),
+            "annotator.wsgi",
+            "-b",
+            f"127.0.0.1:{port}",
+            "-w",
+            str(workers),
+            "--timeout",
+            "60",
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         wait_for(lambda: _answers(base + "/login/"), 60, "gunicorn")
@@ -212,11 +263,26 @@ def _answers(url: str) -> bool:
 def celery_worker(env: dict[str, str]) -> Iterator[subprocess.Popen[str]]:
     """A Celery worker (solo pool), ready to take tasks."""
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "annotator", "worker", "--pool=solo",
-         "--loglevel=INFO", "--without-heartbeat", "--without-gossip", "--without-mingle"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "annotator",
+            "worker",
+            "--pool=solo",
+            "--loglevel=INFO",
+            "--without-heartbeat",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         start_new_session=True,
-    )  # fmt: skip
+    )
     try:
         from tests.conftest import _wait_until_ready
 

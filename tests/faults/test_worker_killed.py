@@ -85,9 +85,15 @@ def labelled_study(items: int, annotators: int) -> World:
         for person in people
     )
     world.annotators += people
-    facts = {"study": world.study.pk, "round": world.round.pk, "n": items, "k": annotators,
-             "repo": world.issues[0].repository_id, "people": [p.pk for p in world.annotators],
-             "version": world.version.pk}  # fmt: skip
+    facts = {
+        "study": world.study.pk,
+        "round": world.round.pk,
+        "n": items,
+        "k": annotators,
+        "repo": world.issues[0].repository_id,
+        "people": [p.pk for p in world.annotators],
+        "version": world.version.pk,
+    }
     with connection.cursor() as cursor:
         cursor.execute("SELECT setseed(0.42)")
         for statement in _STUDY_SQL:
@@ -101,8 +107,10 @@ def labelled_study(items: int, annotators: int) -> World:
             sql = _MULTI_LABELS if facet.kind == "multi" else _SINGLE_LABELS
             for statement in sql:
                 cursor.execute(statement, {**facts, "facet": facet.pk, "leaves": leaves})
-        cursor.execute("ANALYZE issues_issue, studies_item, studies_assignment, "
-                       "studies_annotation, studies_annotationlabel")  # fmt: skip
+        cursor.execute(
+            "ANALYZE issues_issue, studies_item, studies_assignment, "
+            "studies_annotation, studies_annotationlabel"
+        )
     return world
 
 
@@ -258,16 +266,44 @@ def _staff(context: Any) -> Any:
 
 
 CASES = [
-    Case("import", _import_file, _start_import, lambda job: job.bytes_read > 0, _no_issues,
-         _all_issues, _staff),
-    Case("agreement run", lambda github: labelled_study(STUDY_ITEMS, STUDY_RATERS), _start_run,
-         lambda run: run.progress > 0, _no_result, _full_agreement, lambda world: world.owner),
-    Case("export", lambda github: labelled_study(STUDY_ITEMS, STUDY_RATERS), _start_export,
-         lambda job: job.rows_written > 0, _no_file, _full_export, lambda world: world.owner),
-    Case("GitHub sync", _slow_github, _start_sync,
-         lambda job: job.phase == "issues" and job.pages >= 2, _whole_pages, _resumed_to_the_end,
-         _staff, SyncJob.lost_outcome),
-]  # fmt: skip
+    Case(
+        "import",
+        _import_file,
+        _start_import,
+        lambda job: job.bytes_read > 0,
+        _no_issues,
+        _all_issues,
+        _staff,
+    ),
+    Case(
+        "agreement run",
+        lambda github: labelled_study(STUDY_ITEMS, STUDY_RATERS),
+        _start_run,
+        lambda run: run.progress > 0,
+        _no_result,
+        _full_agreement,
+        lambda world: world.owner,
+    ),
+    Case(
+        "export",
+        lambda github: labelled_study(STUDY_ITEMS, STUDY_RATERS),
+        _start_export,
+        lambda job: job.rows_written > 0,
+        _no_file,
+        _full_export,
+        lambda world: world.owner,
+    ),
+    Case(
+        "GitHub sync",
+        _slow_github,
+        _start_sync,
+        lambda job: job.phase == "issues" and job.pages >= 2,
+        _whole_pages,
+        _resumed_to_the_end,
+        _staff,
+        SyncJob.lost_outcome,
+    ),
+]
 
 
 @pytest.fixture
@@ -299,8 +335,9 @@ def test_a_job_whose_worker_is_killed_keeps_nothing_partial_fails_and_runs_again
     sweep_lost_jobs_task.delay()
     job = finished(job)
     assert job.status == "failed"
-    assert job.error.startswith(f"The worker running this job ({job.worker}) stopped before it "
-                                "finished (worker lost at ")  # fmt: skip
+    assert job.error.startswith(
+        f"The worker running this job ({job.worker}) stopped before it finished (worker lost at "
+    )
     assert job.error.endswith(f"; {case.outcome}. Start it again.")
     case.nothing_partial(context, job)
     if isinstance(job, ExportJob):  # the sweep goes on to remove the stray partial file
@@ -327,10 +364,20 @@ def test_the_sweep_fails_the_running_jobs_whose_heartbeat_stopped_and_no_other(s
     now = timezone.now()
     timeout = timedelta(seconds=settings.JOB_HEARTBEAT_TIMEOUT_SECONDS)
     old, fresh = now - timeout - timedelta(seconds=1), now - timeout + timedelta(seconds=5)
-    lost = ImportJob.objects.create(original_name="a.json", status="running", started_at=old,
-                                    heartbeat_at=old, worker="node-1:41")  # fmt: skip
-    alive = ImportJob.objects.create(original_name="b.json", status="running", started_at=old,
-                                     heartbeat_at=fresh, worker="node-2:42")  # fmt: skip
+    lost = ImportJob.objects.create(
+        original_name="a.json",
+        status="running",
+        started_at=old,
+        heartbeat_at=old,
+        worker="node-1:41",
+    )
+    alive = ImportJob.objects.create(
+        original_name="b.json",
+        status="running",
+        started_at=old,
+        heartbeat_at=fresh,
+        worker="node-2:42",
+    )
     waiting = ImportJob.objects.create(original_name="c.json")  # queued: Redis may be down
     ImportJob.objects.filter(pk=waiting.pk).update(created_at=old)
     sync = SyncJob.objects.create(repository_name="a/b", status="running", heartbeat_at=old)
@@ -348,16 +395,20 @@ def test_the_sweep_fails_the_running_jobs_whose_heartbeat_stopped_and_no_other(s
     statuses = dict(ImportJob.objects.values_list("pk", "status"))
     assert (statuses[alive.pk], statuses[waiting.pk]) == ("running", "queued")
     assert {model.__name__ for model in job_models()} >= {
-        "ImportJob", "SyncJob", "AgreementRun", "ExportJob"
-    }  # fmt: skip
+        "ImportJob",
+        "SyncJob",
+        "AgreementRun",
+        "ExportJob",
+    }
 
 
 def test_a_redelivered_task_leaves_a_live_workers_job_alone_and_fails_a_lost_ones(
     settings,
 ) -> None:
     now = timezone.now()
-    job = SyncJob.objects.create(repository_name="a/b", status="running", started_at=now,
-                                 heartbeat_at=now, worker="node-9:7")  # fmt: skip
+    job = SyncJob.objects.create(
+        repository_name="a/b", status="running", started_at=now, heartbeat_at=now, worker="node-9:7"
+    )
     assert not claim_job(SyncJob, job.pk)
     job.refresh_from_db()
     assert (job.status, job.worker, job.error) == ("running", "node-9:7", "")
