@@ -104,9 +104,6 @@ class Columns:
         quote = connection.ops.quote_name
         return ", ".join(f"{self.alias}.{quote(str(f.column))}" for f in self.fields)
 
-    def table(self) -> str:
-        return f"{table(self.model)} {self.alias}"
-
     def build(self, row: Sequence[Any], start: int) -> Any:
         """The instance from `row[start:]`, or None where a LEFT JOIN found no row."""
         values = list(row[start : start + len(self.fields)])

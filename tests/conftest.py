@@ -108,6 +108,16 @@ def logged_in_client(client, user):  # type: ignore[no-untyped-def]
     return client
 
 
+# A Celery worker as the tests start one: solo pool (one task at a time, in the process that can
+# be killed), no heartbeat, gossip or mingle (no other workers to talk to).
+CELERY_WORKER = [
+    sys.executable,
+    "-m",
+    *["celery", "-A", "annotator", "worker", "--pool=solo", "--loglevel=INFO"],
+    *["--without-heartbeat", "--without-gossip", "--without-mingle"],
+]
+
+
 @pytest.fixture(scope="session")
 def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subprocess.Popen[str]]:
     """A real `celery worker` process on Redis, connected to the test database.
@@ -124,19 +134,7 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subpro
     app.control.purge()
     env = {**os.environ, "DATABASE_URL": _database_url(test_db), "DATABASE_CONN_MAX_AGE": "0"}
     worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "annotator",
-            "worker",
-            "--pool=solo",
-            "--loglevel=INFO",
-            "--without-heartbeat",
-            "--without-gossip",
-            "--without-mingle",
-        ],
+        CELERY_WORKER,
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,

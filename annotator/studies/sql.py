@@ -24,15 +24,7 @@ from annotator.issues.models import Issue, IssueComment, Repository
 from annotator.sql import Columns, Table, insert, lock_clause, replace_rows
 from taxonomy_app.models import CodebookVersion
 
-from .models import (
-    Annotation,
-    AnnotationLabel,
-    Assignment,
-    Item,
-    Membership,
-    Round,
-    Study,
-)
+from .models import Annotation, AnnotationLabel, Assignment, Item, Membership, Round, Study
 
 Status = Assignment.Status
 

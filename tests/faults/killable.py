@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -22,7 +21,7 @@ import pytest
 from django.db import connection
 
 from annotator.jobs import Job
-from tests.conftest import ROOT, _database_url, _wait_until_ready
+from tests.conftest import CELERY_WORKER, ROOT, _database_url, _wait_until_ready
 
 QUEUE = "annotator-killed-worker-tests"
 # Delivery tags of the messages the killed workers held unacknowledged: those that Redis hands
@@ -80,21 +79,7 @@ def workers_fixture(
             **env,
         }
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "annotator",
-                "worker",
-                "--pool=solo",
-                "--loglevel=INFO",
-                "--without-heartbeat",
-                "--without-gossip",
-                "--without-mingle",
-                "-n",
-                f"killable{len(started)}@%h",
-            ],
+            [*CELERY_WORKER, "-n", f"killable{len(started)}@%h"],
             cwd=ROOT,
             env=environment,
             stdout=subprocess.PIPE,

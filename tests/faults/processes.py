@@ -262,20 +262,10 @@ def _answers(url: str) -> bool:
 @contextmanager
 def celery_worker(env: dict[str, str]) -> Iterator[subprocess.Popen[str]]:
     """A Celery worker (solo pool), ready to take tasks."""
+    from tests.conftest import CELERY_WORKER, _wait_until_ready
+
     worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "annotator",
-            "worker",
-            "--pool=solo",
-            "--loglevel=INFO",
-            "--without-heartbeat",
-            "--without-gossip",
-            "--without-mingle",
-        ],
+        CELERY_WORKER,
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -284,8 +274,6 @@ def celery_worker(env: dict[str, str]) -> Iterator[subprocess.Popen[str]]:
         start_new_session=True,
     )
     try:
-        from tests.conftest import _wait_until_ready
-
         _wait_until_ready(worker)
         yield worker
     finally:
