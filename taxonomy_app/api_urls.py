@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import api, api_proposals
+from . import api, api_proposals, api_rules
 
 urlpatterns = [
     path("codebooks/", api.CodebookListApi.as_view(), name="api-codebook-list"),
@@ -20,6 +20,10 @@ urlpatterns = [
         name="api-version-export",
     ),
     path("codebook-versions/<int:pk>/facets/", api.FacetListApi.as_view(), name="api-facet-list"),
+    path(
+        "codebook-versions/<int:pk>/rules/", api_rules.RuleListApi.as_view(), name="api-rule-list"
+    ),
+    path("rules/<int:pk>/", api_rules.RuleDetailApi.as_view(), name="api-rule-detail"),
     path("facets/<int:pk>/", api.FacetDetailApi.as_view(), name="api-facet-detail"),
     path("facets/<int:pk>/categories/", api.CategoryListApi.as_view(), name="api-category-list"),
     path("categories/<int:pk>/", api.CategoryDetailApi.as_view(), name="api-category-detail"),

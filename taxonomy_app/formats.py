@@ -13,9 +13,17 @@ A document is a mapping:
         help: ...
         categories:                       # in order; `parent` names a code of the same facet
           - {code, name, parent, definition, include, exclude, examples, archived}
+    rules:                                # optional; see taxonomy_app.rules for the kinds
+      - {kind: requires, facet: symptom, when_facet: screening, when_categories: [relevant]}
+      - {kind: forbids, facet: symptom, when_facet: screening, when_categories: [not-a-bug]}
+      - {kind: leaf_only, facet: symptom, categories: []}   # groups that stay selectable
+      - {kind: exclusive, facet: fix-pattern, categories: [other, change-hardware]}
+      - {kind: max_choices, facet: fix-pattern, max_choices: 3}
 
 Every problem is reported as a `CodebookFormatError` naming the facet key, the category code and
-the field, e.g. "facet 'symptom', category 'oom': field 'parent': unknown parent 'memory'".
+the field, e.g. "facet 'symptom', category 'oom': field 'parent': unknown parent 'memory'", and
+each rule by its position, kind and facet, e.g. "rule 2 (requires symptom): field
+'when_categories': 'yes' is not a category of facet 'screening'".
 """
 
 from __future__ import annotations
@@ -29,6 +37,8 @@ from typing import Any
 
 import yaml
 
+from .rules import KINDS, FacetInfo, Rule, RuleError, check_rules
+
 FORMAT = "annotator-codebook/1"
 FACET_KINDS = ("single", "multi")
 NAME_LIMIT = 200
@@ -37,6 +47,7 @@ TEXT_FIELDS = ("definition", "include", "exclude", "examples")
 CODEBOOK_FIELDS = {"name", "slug", "description"}
 FACET_FIELDS = {"key", "name", "kind", "required", "help", "categories"}
 CATEGORY_FIELDS = {"code", "name", "parent", "archived", *TEXT_FIELDS}
+RULE_FIELDS = {"kind", "facet", "when_facet", "when_categories", "categories", "max_choices"}
 
 
 class CodebookFormatError(ValueError):
@@ -72,6 +83,7 @@ class CodebookSpec:
     description: str = ""
     changelog: str = ""
     facets: tuple[FacetSpec, ...] = ()
+    rules: tuple[Rule, ...] = ()
 
 
 # Reading -------------------------------------------------------------------------------------
@@ -144,7 +156,73 @@ def parse_codebook(document: Any) -> CodebookSpec:
         description=_text(head, "description", "codebook"),
         changelog=changelog,
         facets=specs,
+        rules=_parse_rules(document.get("rules"), specs),
     )
+
+
+def facet_infos(facets: Sequence[FacetSpec]) -> dict[str, FacetInfo]:
+    """The facets as the rules see them (groups: active categories with active children)."""
+    infos: dict[str, FacetInfo] = {}
+    for facet in facets:
+        active = [c for c in facet.categories if not c.archived]
+        groups = frozenset(c.parent for c in active if c.parent is not None)
+        infos[facet.key] = FacetInfo(
+            key=facet.key,
+            name=facet.name,
+            multi=facet.kind == "multi",
+            categories={c.code: c.name for c in facet.categories},
+            groups=groups & {c.code for c in active},
+        )
+    return infos
+
+
+def _parse_rules(raw: Any, facets: Sequence[FacetSpec]) -> tuple[Rule, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise CodebookFormatError("field 'rules': expected a list of rules")
+    rules = tuple(_parse_rule(item, n) for n, item in enumerate(raw, 1))
+    try:
+        check_rules(rules, facet_infos(facets))
+    except RuleError as error:
+        raise CodebookFormatError(str(error)) from None
+    return rules
+
+
+def _parse_rule(raw: Any, index: int) -> Rule:
+    rule = _mapping(raw, f"rule {index}")
+    kind, facet = rule.get("kind"), rule.get("facet")
+    where = f"rule {index}" + (f" ({kind} {facet})" if isinstance(kind, str) else "")
+    _check_fields(rule, where, RULE_FIELDS)
+    if not isinstance(kind, str) or kind not in KINDS:
+        expected = ", ".join(KINDS)
+        got = reprlib.repr(kind)
+        raise CodebookFormatError(
+            f"{where}: field 'kind': unknown rule kind {got} (expected one of {expected})"
+        )
+    when_facet = rule.get("when_facet")
+    if when_facet is not None and not isinstance(when_facet, str):
+        raise CodebookFormatError(f"{where}: field 'when_facet': expected a facet key")
+    maximum = rule.get("max_choices")
+    if maximum is not None and (isinstance(maximum, bool) or not isinstance(maximum, int)):
+        raise CodebookFormatError(f"{where}: field 'max_choices': expected a whole number")
+    return Rule(
+        kind=kind,
+        facet=_text(rule, "facet", where, required=True),
+        when_facet=when_facet or None,
+        when_categories=_codes(rule, "when_categories", where),
+        categories=_codes(rule, "categories", where),
+        max_choices=maximum,
+    )
+
+
+def _codes(raw: Mapping[str, Any], field: str, where: str) -> tuple[str, ...]:
+    value = raw.get(field) or []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(code, str) for code in value):
+        raise CodebookFormatError(f"{where}: field {field!r}: expected a list of category codes")
+    return tuple(value)
 
 
 def _parse_facet(raw: Any, index: int) -> FacetSpec:
@@ -286,7 +364,21 @@ def to_document(
         "codebook": {"name": spec.name, "slug": spec.slug, "description": spec.description},
         "version": {key: value for key, value in version.items() if value not in (None, "")},
         "facets": [_facet_document(facet) for facet in spec.facets],
+        **({"rules": [rule_document(rule) for rule in spec.rules]} if spec.rules else {}),
     }
+
+
+def rule_document(rule: Rule) -> dict[str, Any]:
+    """A rule as the file holds it: kind and facet, then only the fields it uses."""
+    document: dict[str, Any] = {"kind": rule.kind, "facet": rule.facet}
+    if rule.when_facet is not None:
+        document["when_facet"] = rule.when_facet
+        document["when_categories"] = list(rule.when_categories)
+    if rule.categories:
+        document["categories"] = list(rule.categories)
+    if rule.max_choices is not None:
+        document["max_choices"] = rule.max_choices
+    return document
 
 
 def _facet_document(facet: FacetSpec) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Any
 from django import forms
 from django.db.models import QuerySet
 
-from .models import Category, Codebook, Facet
+from .models import Category, Codebook, Facet, LabelRule
 from .uploads import check_upload
 
 TEXTAREA = {"rows": 3}
@@ -156,3 +156,32 @@ class ResolveForm(forms.Form):
     def __init__(self, *args: Any, facet: Facet, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         limit_choices(self, "category", facet_choices(facet))
+
+
+class RuleForm(forms.Form):
+    """A label rule for a draft; categories are typed as codes, as the codebook file has them."""
+
+    kind = forms.ChoiceField(choices=[])
+    facet = forms.ChoiceField(choices=[])
+    when_facet = forms.ChoiceField(choices=[], required=False, label="When facet")
+    when_categories = forms.CharField(
+        required=False, label="is one of", help_text="category codes, separated by commas"
+    )
+    categories = forms.CharField(
+        required=False,
+        help_text="exclusive: the codes that exclude each other; leaf_only: groups that stay "
+        "selectable",
+    )
+    max_choices = forms.IntegerField(required=False, label="At most")
+
+    def __init__(self, *args: Any, facets: list[Facet], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        keys = [(f.key, f"{f.name} ({f.key})") for f in facets]
+        choices = {"kind": LabelRule.Kind.choices, "facet": keys, "when_facet": [("", "—"), *keys]}
+        for name, options in choices.items():
+            field = self.fields[name]
+            assert isinstance(field, forms.ChoiceField)
+            field.choices = options
+
+    def codes(self, name: str) -> list[str]:
+        return [code for code in re.split(r"[\s,]+", self.cleaned_data[name]) if code]

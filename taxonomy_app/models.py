@@ -145,6 +145,35 @@ class Category(models.Model):
         return f"{self.name} ({self.code})"
 
 
+class LabelRule(models.Model):
+    """A label rule of a version (see taxonomy_app.rules for the kinds). Categories are named by
+    code, as in the codebook file; publishing checks that they still fit the version."""
+
+    class Kind(models.TextChoices):
+        REQUIRES = "requires", "required when"
+        FORBIDS = "forbids", "left empty when"
+        LEAF_ONLY = "leaf_only", "leaves only"
+        EXCLUSIVE = "exclusive", "mutually exclusive"
+        MAX_CHOICES = "max_choices", "at most N choices"
+
+    version = models.ForeignKey(CodebookVersion, on_delete=models.CASCADE, related_name="rules")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    facet = models.ForeignKey(Facet, on_delete=models.CASCADE, related_name="rules")
+    when_facet = models.ForeignKey(
+        Facet, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    when_categories = models.JSONField(default=list, blank=True)
+    categories = models.JSONField(default=list, blank=True)
+    max_choices = models.PositiveIntegerField(null=True, blank=True)
+    order = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["version_id", "order", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.facet_id}"
+
+
 class ChangeOperation(models.Model):
     """One structural change made in a draft, kept so labels can later follow it mechanically.
 

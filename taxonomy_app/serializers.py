@@ -6,7 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from .models import Category, Codebook, CodebookVersion, Facet, Proposal
+from .models import Category, Codebook, CodebookVersion, Facet, LabelRule, Proposal
 from .uploads import check_text, check_upload
 
 # Fields named `required`, `parent` or `fields` carry `# type: ignore[assignment]`: the stubs take
@@ -187,6 +187,11 @@ class FacetChangeOutput(serializers.Serializer):
     fields = FieldChangeOutput(many=True)  # type: ignore[assignment]
 
 
+class RuleChangeOutput(serializers.Serializer):
+    facet = serializers.CharField()
+    text = serializers.CharField(help_text="the rule in words")
+
+
 class DiffOutput(serializers.Serializer):
     version = serializers.IntegerField(source="version.pk")
     base = serializers.IntegerField(source="base.pk", allow_null=True)
@@ -198,6 +203,8 @@ class DiffOutput(serializers.Serializer):
     split = ChangeOutput(many=True)
     archived = ChangeOutput(many=True)
     removed = ChangeOutput(many=True)
+    rules_added = RuleChangeOutput(many=True)
+    rules_removed = RuleChangeOutput(many=True)
     summary = serializers.CharField()
 
 
@@ -247,3 +254,47 @@ class MapInput(serializers.Serializer):
 
 class RejectInput(serializers.Serializer):
     reason = serializers.CharField()
+
+
+RULE_KINDS = "requires, forbids, leaf_only, exclusive or max_choices"
+
+
+class RuleOutput(serializers.ModelSerializer):
+    kind = serializers.CharField(read_only=True, help_text=RULE_KINDS)
+    facet = serializers.CharField(source="facet.key", read_only=True, help_text="a facet key")
+    when_facet = serializers.CharField(
+        source="when_facet.key", read_only=True, allow_null=True, help_text="a facet key"
+    )
+    when_categories = serializers.ListField(child=serializers.CharField(), read_only=True)
+    categories = serializers.ListField(child=serializers.CharField(), read_only=True)
+
+    class Meta:
+        model = LabelRule
+        fields = [
+            "id",
+            "version",
+            "kind",
+            "facet",
+            "when_facet",
+            "when_categories",
+            "categories",
+            "max_choices",
+        ]
+
+
+class RuleInput(serializers.Serializer):
+    """A label rule: facets by key, categories by code (see taxonomy_app/README.md)."""
+
+    # Plain text rather than an enum (facets have a "kind" too); the service names a bad one.
+    kind = serializers.CharField(max_length=20, help_text=RULE_KINDS)
+    facet = serializers.CharField(max_length=50)
+    when_facet = serializers.CharField(
+        max_length=50, required=False, allow_null=True, allow_blank=True, default=None
+    )
+    when_categories = serializers.ListField(
+        child=serializers.CharField(max_length=80), required=False, default=list
+    )
+    categories = serializers.ListField(
+        child=serializers.CharField(max_length=80), required=False, default=list
+    )
+    max_choices = serializers.IntegerField(required=False, allow_null=True, default=None)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views, views_categories, views_proposals
+from . import views, views_categories, views_proposals, views_rules
 
 app_name = "taxonomy"
 
@@ -16,6 +16,9 @@ urlpatterns = [
     path("versions/<int:pk>/discard/", views.version_discard, name="discard"),
     path("versions/<int:pk>/guideline/", views.version_guideline, name="guideline"),
     path("versions/<int:pk>/export.<str:fmt>", views.version_export, name="export"),
+    path("versions/<int:pk>/rules/add/", views_rules.rule_add, name="rule_add"),
+    path("versions/<int:pk>/rule-breaks/", views_rules.version_rule_breaks, name="rule_breaks"),
+    path("rules/<int:pk>/delete/", views_rules.rule_delete, name="rule_delete"),
     path("facets/<int:pk>/add/", views_categories.category_add, name="category_add"),
     path("categories/<int:pk>/", views_categories.category_row, name="category_row"),
     path("categories/<int:pk>/edit/", views_categories.category_edit, name="category_edit"),

@@ -12,12 +12,24 @@ The class is instantiated without arguments and implements `LabelUsage`. Unset, 
 from __future__ import annotations
 
 from collections.abc import Collection, Hashable, Mapping
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.utils.module_loading import import_string
 
 DEFAULT = "taxonomy_app.usage.NoLabelUsage"
+
+
+@dataclass(frozen=True)
+class SubmittedLabels:
+    """One submitted annotation's labels, which a new version's rules are checked against."""
+
+    annotation: Hashable
+    study: str
+    item: str  # what a person reads, e.g. "deepspeedai/DeepSpeed#12"
+    url: str  # the item's page
+    labels: Mapping[str, tuple[str, ...]]  # facet key → category codes
 
 
 class LabelUsage(Protocol):
@@ -33,6 +45,11 @@ class LabelUsage(Protocol):
         """Point the labels of each old category id at the new one; return how many moved."""
         ...
 
+    def submitted_labels(self, version_ids: Collection[int], viewer: Any) -> list[SubmittedLabels]:
+        """The submitted annotations made with these versions, in the studies `viewer` owns
+        only: labels (and their counts) are for the owners of the studies they come from."""
+        ...
+
 
 class NoLabelUsage:
     """What taxonomy_app assumes while no app stores labels: none use anything."""
@@ -45,6 +62,9 @@ class NoLabelUsage:
 
     def relabel(self, mapping: Mapping[int, int]) -> int:
         return 0
+
+    def submitted_labels(self, version_ids: Collection[int], viewer: Any) -> list[SubmittedLabels]:
+        return []
 
 
 def label_usage() -> LabelUsage:

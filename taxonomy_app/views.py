@@ -5,7 +5,7 @@ views_proposals."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
@@ -18,8 +18,10 @@ from . import services
 from .api import export_response
 from .errors import CodebookError
 from .formats import CodebookFormatError
-from .forms import ConfirmForm, ImportForm, PublishForm, add_service_error
-from .models import Category, Codebook, CodebookVersion, Facet
+from .forms import ConfirmForm, ImportForm, PublishForm, RuleForm, add_service_error
+from .models import Category, Codebook, CodebookVersion, Facet, LabelRule
+from .rules import describe
+from .services.rules import facet_infos, rule_of, rule_texts, version_rules
 
 
 def posted(request: HttpRequest) -> QueryDict | None:
@@ -62,13 +64,22 @@ def tree_rows(categories: list[Category]) -> list[Row]:
 class FacetTree(TypedDict):
     facet: Facet
     rows: list[Row]
+    rules: NotRequired[tuple[str, ...]]  # the facet's label rules in words
 
 
 def facet_trees(version: CodebookVersion) -> list[FacetTree]:
-    facets = version.facets.prefetch_related(
-        Prefetch("categories", queryset=Category.objects.order_by("order", "pk"))
+    """Each facet with its categories in tree order and its label rules in words."""
+    facets = list(
+        version.facets.prefetch_related(
+            Prefetch("categories", queryset=Category.objects.order_by("order", "pk"))
+        )
     )
-    return [{"facet": f, "rows": tree_rows(list(f.categories.all()))} for f in facets]
+    categories = [c for f in facets for c in f.categories.all()]
+    texts = rule_texts(version_rules(version), facet_infos(facets, categories))
+    return [
+        {"facet": f, "rows": tree_rows(list(f.categories.all())), "rules": texts[f.key]}
+        for f in facets
+    ]
 
 
 def facet_tree(facet: Facet) -> FacetTree:
@@ -117,19 +128,49 @@ def codebook_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect(version)
 
 
-def version_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def version_detail(
+    request: HttpRequest, pk: int, rule_form: RuleForm | None = None
+) -> HttpResponse:
+    """A version's facets, categories and label rules; a draft's owner edits them here (a
+    rule refused by the service comes back as `rule_form`, with its errors, status 400)."""
     version = get_object_or_404(CodebookVersion.objects.select_related("codebook"), pk=pk)
     codebook = version.codebook
+    trees = facet_trees(version)
+    editing = codebook.can_edit(request.user) and not version.is_published
+    if editing and rule_form is None:
+        rule_form = RuleForm(facets=[tree["facet"] for tree in trees])
     context = {
         "version": version,
         "codebook": codebook,
         "versions": codebook.versions.all(),
-        "trees": facet_trees(version),
+        "trees": trees,
+        "rules": rule_rows(version, trees),
+        "rule_form": rule_form,
         "can_edit": codebook.can_edit(request.user),
-        "editing": codebook.can_edit(request.user) and not version.is_published,
+        "editing": editing,
         "draft": codebook.draft(),
     }
-    return render(request, "taxonomy_app/version_detail.html", context)
+    status = 400 if rule_form is not None and rule_form.errors else 200
+    return render(request, "taxonomy_app/version_detail.html", context, status=status)
+
+
+@dataclass
+class RuleRow:
+    pk: int
+    facet: Facet
+    text: str
+
+
+def rule_rows(version: CodebookVersion, trees: list[FacetTree]) -> list[RuleRow]:
+    """The version's rules in words, each with its row's id (for removing it); one query."""
+    facets = [tree["facet"] for tree in trees]
+    categories = [row.category for tree in trees for row in tree["rows"]]
+    infos = facet_infos(facets, categories)
+    rows = LabelRule.objects.filter(version=version).select_related("facet", "when_facet")
+    return [
+        RuleRow(row.pk, row.facet, describe(rule_of(row), infos))
+        for row in rows.order_by("order", "pk")
+    ]
 
 
 @require_POST

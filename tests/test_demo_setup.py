@@ -58,8 +58,11 @@ def mine(page):
     return "You:" + re.search(rb"data-my-progress>([^<]+)<", page.content).group(1).decode().replace(" ", "")
 page = client.get(f"/studies/{study.pk}/annotate/", follow=True)
 print(page.status_code, b'id="annotate-form"' in page.content, mine(page))
-labels = {f"facet-{f.id}": [next(c for c, of in schema.facet_of.items() if of == f.id)]
-          for f in schema.facets if f.required}
+# what the seed codebook's rules ask of a relevant issue
+codes = {"screening": "relevant", "distributed": "yes", "stage": "training-evaluation",
+         "symptom": "hang-timeout"}
+labels = {f"facet-{f.id}": [c.id for c in f.categories if c.code == codes[f.key]]
+          for f in schema.facets if f.key in codes}
 done = client.post(page.request["PATH_INFO"] + "submit/", labels, HTTP_HX_REQUEST="true")
 print(done.status_code, bool(done.get("HX-Redirect")))
 page = client.get(done["HX-Redirect"])
@@ -83,8 +86,12 @@ for name in ["annotator1", "annotator2"]:
         rng = random.Random(item if item % 2 == 0 else f"{name}-{item}")
         labels = {}
         for facet in schema.facets:
-            options = [c for c, f in schema.facet_of.items() if f == facet.id][:3]
+            groups = {c.parent_id for c in facet.categories}  # the rules want leaves
+            options = [c.id for c in facet.categories if c.id not in groups][:3]
             labels[facet.id] = [rng.choice(options)]
+        screening = next(f for f in schema.facets if f.key == "screening")
+        if labels[screening.id] != [screening.categories[0].id]:  # not relevant: nothing else
+            labels = {screening.id: labels[screening.id]}
         submit_annotation(assignment=assignment, user=user, labels=labels)
 """
 

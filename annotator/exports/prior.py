@@ -4,7 +4,8 @@ The wizard (views_prior.py) calls `review_prior_labels` to show what matched, th
 `import_prior_labels` once the user confirms; nothing is written before that call, and the call
 writes everything (issues, members, round, items, assignments, annotations, decisions,
 proposals) in one transaction or nothing. Reading and matching are the pure
-`spreadsheets.py` / `matching.py`.
+`spreadsheets.py` / `matching.py`. Rows whose labels break the codebook's label rules
+(taxonomy_app.rules) are refused like a submit would refuse them, naming sheet, row, facet and rule.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from django.utils.text import slugify
 
 from annotator.adjudication.models import Decision, DecisionLabel
 from annotator.issues.models import Issue, Repository
+from annotator.studies.codebook import codebook_schema
 from annotator.studies.models import (
     Annotation,
     AnnotationLabel,
@@ -33,6 +35,7 @@ from annotator.studies.models import (
 )
 from annotator.studies.services import add_member, create_study, round_for_selection
 from taxonomy_app.models import Category, CodebookVersion, Facet, Proposal
+from taxonomy_app.rules import violations
 
 from .matching import Matching, match_values
 from .spreadsheets import PriorLabels, read_rounds
@@ -169,6 +172,7 @@ def import_prior_labels(
         study = create_study(name=study_name, codebook_version=codebook_version, owner=user)
     review = review_prior_labels(path=path, mapping=mapping, version=study.codebook_version)
     values = resolve_values(review, choices)
+    check_label_rules(review.labels, values, mapping, study.codebook_version)
     round = round_for_selection(study=study, kind=Round.Kind.CALIBRATION)
     result = PriorImportResult(study=study, round=round)
     writer = _Writer(study, round, values, result, filename or path.name)
@@ -178,6 +182,45 @@ def import_prior_labels(
     writer.decisions(review.labels, user)
     writer.proposals(review, user)
     return result
+
+
+def check_label_rules(
+    labels: PriorLabels,
+    values: Mapping[str, Mapping[str, str]],
+    mapping: PriorMapping,
+    version: CodebookVersion,
+) -> None:
+    """Refuse a workbook whose rows break the codebook's label rules, as a submit would, naming
+    the sheet, row, facet and rule of the first one (and how many more). A facet the workbook
+    has no column for is not required of it: an earlier round may have labelled fewer facets."""
+    schema = codebook_schema(version)
+    sheets = [
+        (sheet, mapping.column_to_facet, labels.annotators.get(annotator, {}))
+        for sheet, annotator in mapping.sheet_to_annotator.items()
+    ]
+    if mapping.final_sheet and labels.final is not None:
+        final_facets = mapping.final_column_to_facet or mapping.column_to_facet
+        sheets.append((mapping.final_sheet, final_facets, labels.final))
+    problems: list[str] = []
+    for sheet, columns, rows in sheets:
+        present = set(columns.values())
+        rules = [r for r in schema.rules if r.kind != "requires" or r.facet in present]
+        for key, raw in rows.items():
+            codes = {f: _codes(values.get(f, {}), cells) for f, cells in raw.items()}
+            for found in violations(rules, codes, schema.infos):
+                row = labels.rows.get(sheet, {}).get(key)
+                where = f"sheet {sheet!r}, row {row} ({key})" if row else f"sheet {sheet!r}, {key}"
+                rule = f"rule {schema.rules.index(found.rule) + 1}: {found.rule.label}"
+                problems.append(f"{where}: facet {found.rule.facet!r}: {found.message} ({rule})")
+    if problems:
+        more = f"; and {len(problems) - 1} more" if len(problems) > 1 else ""
+        raise PriorImportError(f"labels break the codebook's rules: {problems[0]}{more}")
+
+
+def _codes(values: Mapping[str, str], cells: Sequence[str]) -> list[str]:
+    """The category codes raw cell values map to (values ignored or proposed left out)."""
+    codes = [values.get(value, IGNORE) for value in cells]
+    return [code for code in dict.fromkeys(codes) if code not in (IGNORE, PROPOSE)]
 
 
 class _Writer:

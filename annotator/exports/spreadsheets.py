@@ -110,6 +110,7 @@ class PriorLabels:
     final: Labels | None
     skipped: list[SkippedRow] = field(default_factory=list)
     occurrences: dict[str, dict[str, list[Occurrence]]] = field(default_factory=dict)
+    rows: dict[str, dict[str, int]] = field(default_factory=dict)  # sheet → key → row number
 
     def values(self, facet: str) -> dict[str, list[Occurrence]]:
         """Each raw value of `facet` in any sheet → where it occurs (input to match_values)."""
@@ -298,6 +299,7 @@ class _SheetReader:
                 SkippedRow(worksheet.title, seen[key], f"repeated key {key!r}")
             )
         self._forget(worksheet.title, {seen[k] for k in bad})
+        self.result.rows[worksheet.title] = {k: n for k, n in seen.items() if k in labels}
         return labels
 
     def _locate(

@@ -9,11 +9,13 @@ draft (which studies do not use, but tests may) or a re-published row is never s
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from threading import Lock
 
 from taxonomy_app.models import Category, CodebookVersion, Facet
+from taxonomy_app.rules import FacetInfo, Rule, check_labels, facet_texts
+from taxonomy_app.services.rules import version_rules
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class FacetNode:
     help: str
     categories: tuple[CategoryNode, ...]
     other_id: int | None  # the facet's "other" category, if it has one
+    rules_text: tuple[str, ...] = ()  # the version's label rules on this facet, in words
 
     @property
     def is_multi(self) -> bool:
@@ -55,6 +58,8 @@ class CodebookSchema:
     version_id: int
     facets: tuple[FacetNode, ...]
     facet_of: dict[int, int] = field(default_factory=dict)  # category id → facet id
+    rules: tuple[Rule, ...] = ()  # the version's label rules (taxonomy_app.rules)
+    infos: dict[str, FacetInfo] = field(default_factory=dict, compare=False, repr=False)
     # Derived artefacts that live as long as the schema (e.g. the rendered pickers).
     memo: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
 
@@ -66,9 +71,9 @@ class CodebookSchema:
     ) -> tuple[list[tuple[int, int]], dict[str, str]]:
         """(facet id, category id) rows of `labels` (category ids by facet id) that fit this
         codebook, and errors by facet key: categories of another facet or none, more than one
-        in a single-choice facet, and (`require`) an empty required facet. A submit, a draft
-        (lenient: `require=False`, errors ignored) and an adjudicator's decision validate
-        through it."""
+        in a single-choice facet, and (`require`) an empty required facet or a broken label
+        rule (the first of each facet). A submit, a draft (lenient: `require=False`, errors
+        ignored, rules not checked) and an adjudicator's decision validate through it."""
         rows: list[tuple[int, int]] = []
         errors: dict[str, str] = {}
         for facet in self.facets:
@@ -84,7 +89,14 @@ class CodebookSchema:
         unknown = set(labels) - {f.id for f in self.facets}
         if unknown:
             errors["facets"] = f"unknown facet ids {sorted(unknown)}"
+        if require and self.rules:
+            for key, message in self.rule_errors(rows).items():
+                errors.setdefault(key, message)
         return rows, errors
+
+    def rule_errors(self, rows: Iterable[tuple[int, int]]) -> dict[str, str]:
+        """The label rules these (facet id, category id) rows break, by facet key."""
+        return check_labels(self.rules, self.codes(rows), self.infos)
 
     def codes(self, rows: Iterable[tuple[int, int]]) -> dict[str, list[str]]:
         """(facet id, category id) rows as {facet key: sorted category codes}, the shape of the
@@ -120,7 +132,25 @@ def _load(version: CodebookVersion) -> CodebookSchema:
     )
     nodes = tuple(_facet_node(facet, categories) for facet in facets)
     facet_of = {c.id: f.id for f in nodes for c in f.categories}
-    return CodebookSchema(version_id=version.pk, facets=nodes, facet_of=facet_of)
+    rules = version_rules(version)
+    infos = {f.key: _facet_info(f) for f in nodes}
+    if rules:
+        nodes = tuple(replace(f, rules_text=facet_texts(rules, f.key, infos)) for f in nodes)
+    return CodebookSchema(
+        version_id=version.pk, facets=nodes, facet_of=facet_of, rules=rules, infos=infos
+    )
+
+
+def _facet_info(facet: FacetNode) -> FacetInfo:
+    ids = {c.id for c in facet.categories}
+    groups = {c.parent_id for c in facet.categories if c.parent_id in ids}
+    return FacetInfo(
+        key=facet.key,
+        name=facet.name,
+        multi=facet.is_multi,
+        categories={c.code: c.name for c in facet.categories},
+        groups=frozenset(c.code for c in facet.categories if c.id in groups),
+    )
 
 
 def _facet_node(facet: Facet, categories: list[Category]) -> FacetNode:

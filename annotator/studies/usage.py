@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Hashable, Mapping
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Count
+from django.urls import reverse
 
 from taxonomy_app.models import Category
+from taxonomy_app.usage import SubmittedLabels
 
-from .models import AnnotationLabel
+from .models import Annotation, AnnotationLabel, Membership
 
 
 class StudyLabelUsage:
@@ -46,3 +49,37 @@ class StudyLabelUsage:
                     category_id=new, facet_id=facet_of[new]
                 )
         return moved
+
+    def submitted_labels(self, version_ids: Collection[int], viewer: Any) -> list[SubmittedLabels]:
+        """Submitted annotations with these codebook versions, in the studies `viewer` owns
+        (an owner sees every label of their study; nobody else is shown any). Two queries."""
+        if not getattr(viewer, "is_authenticated", False):
+            return []
+        owned = Membership.objects.filter(user=viewer, role=Membership.Role.OWNER)
+        annotations = Annotation.objects.filter(
+            status=Annotation.Status.SUBMITTED,
+            codebook_version_id__in=list(version_ids),
+            assignment__item__study_id__in=owned.values("study_id"),
+        )
+        labels: dict[int, dict[str, list[str]]] = {}
+        rows = AnnotationLabel.objects.filter(annotation__in=annotations.values("pk"))
+        for pk, key, code in rows.values_list("annotation_id", "facet__key", "category__code"):
+            labels.setdefault(pk, {}).setdefault(key, []).append(code)
+        heads = annotations.order_by("assignment__item__study_id", "pk").values_list(
+            "pk",
+            "assignment__item_id",
+            "assignment__item__study__name",
+            "assignment__item__issue__repository__owner",
+            "assignment__item__issue__repository__name",
+            "assignment__item__issue__number",
+        )
+        return [
+            SubmittedLabels(
+                annotation=pk,
+                study=study,
+                item=f"{owner}/{name}#{number}",
+                url=reverse("studies:item", args=[item]),
+                labels={key: tuple(codes) for key, codes in labels.get(pk, {}).items()},
+            )
+            for pk, item, study, owner, name, number in heads
+        ]

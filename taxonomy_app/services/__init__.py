@@ -1,7 +1,8 @@
 """Codebook services: every write goes through one of these keyword-only functions.
 
 Split by sub-domain: versions (create, draft, publish), categories (edit a draft), changes
-(archive, merge, split, label carry-over), diff, proposals, exchange (JSON/YAML files).
+(archive, merge, split, label carry-over), rules (label rules of a draft, and the annotations
+breaking them), diff, proposals, exchange (JSON/YAML files).
 """
 
 from ..errors import CodebookError, PublishedVersionError
@@ -24,6 +25,7 @@ from .changes import (
     split_category,
 )
 from .diff import VersionDiff, diff_version
+from .drafts import require_draft
 from .exchange import export_version, import_codebook, specs_equal, version_spec
 from .proposals import (
     accept_proposal,
@@ -36,7 +38,6 @@ from .versions import (
     create_codebook,
     discard_draft,
     publish_version,
-    require_draft,
     start_draft,
     update_facet,
 )

@@ -10,7 +10,8 @@ from django.db.models import Max
 from ..errors import CodebookError
 from ..formats import SLUG, slugify
 from ..models import Category, ChangeOperation, Facet
-from .versions import _user, require_draft
+from .drafts import require_draft
+from .versions import _user
 
 TEXT_FIELDS = ("definition", "include", "exclude", "examples")
 

@@ -12,7 +12,7 @@ from ..errors import CodebookError
 from ..models import Category, ChangeOperation, CodebookVersion
 from ..usage import label_usage
 from .categories import add_category, record
-from .versions import require_draft
+from .drafts import require_draft
 
 
 @dataclass

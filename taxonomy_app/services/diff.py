@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..models import Category, ChangeOperation, CodebookVersion, Facet
+from ..rules import Rule, describe
 from ..usage import label_usage
+from .rules import version_facet_infos, version_rules
 
 COMPARED = ("name", "code", "definition", "include", "exclude", "examples")
 FACET_COMPARED = ("name", "kind", "required", "help")
@@ -43,6 +45,16 @@ class FacetChange:
 
 
 @dataclass
+class RuleChange:
+    rule: Rule
+    text: str  # the rule in words, as the guideline prints it
+
+    @property
+    def facet(self) -> str:
+        return self.rule.facet
+
+
+@dataclass
 class VersionDiff:
     version: CodebookVersion
     base: CodebookVersion | None
@@ -54,13 +66,16 @@ class VersionDiff:
     split: list[CategoryChange] = field(default_factory=list)
     archived: list[CategoryChange] = field(default_factory=list)
     removed: list[CategoryChange] = field(default_factory=list)
+    rules_added: list[RuleChange] = field(default_factory=list)
+    rules_removed: list[RuleChange] = field(default_factory=list)
 
     SECTIONS = ("added", "changed", "merged", "split", "archived", "removed")
 
     @property
     def is_empty(self) -> bool:
         lists = [getattr(self, name) for name in self.SECTIONS]
-        return not any([*lists, self.facets_added, self.facets_changed])
+        rules = [self.rules_added, self.rules_removed]
+        return not any([*lists, self.facets_added, self.facets_changed, *rules])
 
     def counts(self) -> dict[str, int]:
         return {name: len(getattr(self, name)) for name in self.SECTIONS}
@@ -71,6 +86,8 @@ class VersionDiff:
         lines += [f"- facet {f.facet.key}: {_names(f.fields)}" for f in self.facets_changed]
         for name in self.SECTIONS:
             lines += [f"- {name} {_describe(change)}" for change in getattr(self, name)]
+        lines += [f"- new rule {r.facet}: {r.text}" for r in self.rules_added]
+        lines += [f"- removed rule {r.facet}: {r.text}" for r in self.rules_removed]
         return "\n".join(lines) or "No changes."
 
 
@@ -110,7 +127,20 @@ def diff_version(*, version: CodebookVersion) -> VersionDiff:
     if base is not None:
         _find_removed(diff, base, {c.origin_id for c in categories})
     _count_labels(diff)
+    _diff_rules(diff)
     return diff
+
+
+def _diff_rules(diff: VersionDiff) -> None:
+    """Rules compared as plain data: a changed rule shows as one removed and one added."""
+    after = version_rules(diff.version)
+    before = version_rules(diff.base) if diff.base else ()
+    if not after and not before:
+        return
+    infos = version_facet_infos(diff.version)
+    old_infos = version_facet_infos(diff.base) if diff.base else {}
+    diff.rules_added = [RuleChange(r, describe(r, infos)) for r in after if r not in before]
+    diff.rules_removed = [RuleChange(r, describe(r, old_infos)) for r in before if r not in after]
 
 
 def _diff_facets(diff: VersionDiff) -> None:

@@ -16,7 +16,8 @@ from ..formats import (
     parse_codebook,
     to_document,
 )
-from ..models import Category, Codebook, CodebookVersion, Facet
+from ..models import Category, Codebook, CodebookVersion, Facet, LabelRule
+from .rules import version_rules
 from .versions import create_codebook, publish_version, start_draft
 
 
@@ -45,6 +46,7 @@ def version_spec(version: CodebookVersion) -> CodebookSpec:
         description=codebook.description,
         changelog=version.changelog,
         facets=facets,
+        rules=version_rules(version),
     )
 
 
@@ -122,8 +124,9 @@ def _new_empty_version(codebook: Codebook, user: Any) -> CodebookVersion:
 def write_spec(*, version: CodebookVersion, spec: CodebookSpec) -> None:
     """Create the facets and categories of `spec` in an empty draft."""
     origins = _origins(version.based_on)
+    facets: dict[str, Facet] = {}
     for order, facet_spec in enumerate(spec.facets):
-        facet = Facet.objects.create(
+        facet = facets[facet_spec.key] = Facet.objects.create(
             version=version,
             key=facet_spec.key,
             name=facet_spec.name,
@@ -133,6 +136,19 @@ def write_spec(*, version: CodebookVersion, spec: CodebookSpec) -> None:
             order=order,
         )
         _write_categories(facet, facet_spec, origins)
+    LabelRule.objects.bulk_create(
+        LabelRule(
+            version=version,
+            kind=rule.kind,
+            facet=facets[rule.facet],
+            when_facet=facets[rule.when_facet] if rule.when_facet else None,
+            when_categories=list(rule.when_categories),
+            categories=list(rule.categories),
+            max_choices=rule.max_choices,
+            order=order,
+        )
+        for order, rule in enumerate(spec.rules)
+    )
 
 
 def _write_categories(facet: Facet, spec: FacetSpec, origins: dict[tuple[str, str], int]) -> None:
@@ -173,4 +189,4 @@ def specs_equal(version: CodebookVersion, data: bytes | str, fmt: str = "auto") 
 
 
 def _without_changelog(spec: CodebookSpec) -> CodebookSpec:
-    return CodebookSpec(spec.name, spec.slug, spec.description, "", spec.facets)
+    return CodebookSpec(spec.name, spec.slug, spec.description, "", spec.facets, spec.rules)

@@ -8,18 +8,11 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from ..errors import CodebookError, PublishedVersionError
-from ..models import Category, Codebook, CodebookVersion, Facet, Proposal
+from ..errors import CodebookError
+from ..models import Category, Codebook, CodebookVersion, Facet, LabelRule, Proposal
 from .diff import diff_version
-
-
-def require_draft(version: CodebookVersion) -> None:
-    """Refuse any change to a published version: agreement numbers are computed against it."""
-    if version.is_published:
-        raise PublishedVersionError(
-            f"{version.codebook} v{version.number} is published and cannot change; "
-            "start a draft to edit it"
-        )
+from .drafts import require_draft
+from .rules import check_version_rules
 
 
 @transaction.atomic
@@ -76,9 +69,19 @@ def copy_version_content(*, source: CodebookVersion, target: CodebookVersion) ->
             for old in level
         )
         copied.update({old.pk: new for old, new in zip(level, made, strict=True)})
+    LabelRule.objects.bulk_create(
+        LabelRule(
+            version=target,
+            facet=facet_map[rule.facet_id],
+            when_facet=facet_map[rule.when_facet_id] if rule.when_facet_id else None,
+            **_fields(rule, RULE_FIELDS),
+        )
+        for rule in LabelRule.objects.filter(version=source)
+    )
 
 
 FACET_FIELDS = ("key", "name", "kind", "required", "order", "help")
+RULE_FIELDS = ("kind", "when_categories", "categories", "max_choices", "order")
 CATEGORY_FIELDS = (
     "code",
     "name",
@@ -122,6 +125,7 @@ def publish_version(
     require_draft(locked)
     if not locked.facets.exists():
         raise CodebookError("a version without facets cannot be published")
+    check_version_rules(locked)
     if not changelog.strip():
         changelog = diff_version(version=locked).summary()
     locked.status = CodebookVersion.Status.PUBLISHED

@@ -8,8 +8,9 @@ comes in; the adjudicator resolves the disagreements; the CSV and JSON exports d
 the export page hold the decisions of the database, item by item.
 
 Which items the annotators disagree on is planned: on a planned item, its second labeler picks
-"not distributed-specific" and jumps over the stage, where everyone else picks "yes" and
-"training & evaluation". So the report's observed agreement, the queue and the final labels are
+"not distributed-specific" and "inference", where everyone else picks "yes" and "training &
+evaluation"; all pick the symptom "hang & timeout" (the seed codebook's rules ask a relevant
+issue for all three). So the report's observed agreement, the queue and the final labels are
 all known in advance.
 """
 
@@ -35,11 +36,18 @@ pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(tra
 SEED_CODEBOOK = Path(__file__).resolve().parents[2] / "taxonomy_app/seed/distributed_dl_bugs.yaml"
 ANNOTATORS = ["ann-one", "ann-two", "ann-three"]
 # Keys on the annotate page. A single choice moves on to the next facet by itself:
-# screening → distributed-specific → stage; `n` jumps over a facet; Enter submits.
-AGREE_KEYS = ["1", "1", "4"]  # relevant, yes, training & evaluation
-DIFFER_KEYS = ["1", "2", "n"]  # relevant, no, (no stage)
-AGREED = {"screening": {"relevant"}, "distributed": {"yes"}, "stage": {"training-evaluation"}}
-DIFFERED = {"screening": {"relevant"}, "distributed": {"no"}}
+# screening → distributed-specific → stage → symptom (its third option: the first is the group
+# "program failure", then its leaves); Enter submits.
+AGREE_KEYS = ["1", "1", "4", "3"]  # relevant, yes, training & evaluation, hang & timeout
+DIFFER_KEYS = ["1", "2", "5", "3"]  # relevant, no, inference, hang & timeout
+HANG = {"symptom": {"hang-timeout"}}
+AGREED = {
+    "screening": {"relevant"},
+    "distributed": {"yes"},
+    "stage": {"training-evaluation"},
+    **HANG,
+}
+DIFFERED = {"screening": {"relevant"}, "distributed": {"no"}, "stage": {"inference"}, **HANG}
 FIRST_NOTE = "NCCL watchdog fired on rank 3"
 
 

@@ -38,6 +38,7 @@ from annotator.studies.services import (
     save_draft,
     submit_annotation,
 )
+from taxonomy_app.models import LabelRule
 from tests.factories import UserFactory
 from tests.studies.factories import World, make_world
 
@@ -142,6 +143,7 @@ def _ids(
         "version": world.version.pk,
         "facet": category.facet_id,
         "category": category.pk,
+        "rule": _rule(world).pk,
         "import_job": _import_job(owner).pk,
         "sync_job": _sync_job(owner).pk,
         "invitation": create_invitation(study=study, user=owner).token,
@@ -188,6 +190,14 @@ def pending_restore(scene: Scene) -> dict[str, Any]:
         "tables": {"studies_study": 1},
         "usernames": ["study-owner"],
     }
+
+
+def _rule(world: World) -> LabelRule:
+    """A rule of the study's published version that no label of the scene breaks."""
+    fix = world.version.facets.get(key="fix")
+    return LabelRule.objects.create(
+        version=world.version, kind=LabelRule.Kind.MAX_CHOICES, facet=fix, max_choices=9
+    )
 
 
 def _import_job(owner: Any) -> ImportJob:

@@ -127,6 +127,9 @@ ROUTES: dict[str, Route] = {
     "taxonomy:discard": page(CODEBOOK_OWNER, GET_POST, pk="version"),
     "taxonomy:guideline": page(ANY_USER, pk="version"),
     "taxonomy:export": page(ANY_USER, pk="version", fmt="json"),
+    "taxonomy:rule_add": page(CODEBOOK_OWNER, POST, pk="version"),
+    "taxonomy:rule_delete": page(CODEBOOK_OWNER, POST, pk="rule"),
+    "taxonomy:rule_breaks": page(ANY_USER, pk="version"),  # counts the viewer's studies only
     "taxonomy:category_add": page(CODEBOOK_OWNER, POST, pk="facet"),
     "taxonomy:category_row": page(ANY_USER, pk="category"),
     "taxonomy:category_edit": page(CODEBOOK_OWNER, GET_POST, pk="category"),
@@ -178,6 +181,10 @@ ROUTES: dict[str, Route] = {
     "api-version-diff": api(ANY_USER, pk="version"),
     "api-version-export": api(ANY_USER, pk="version", fmt="json"),
     "api-facet-list": api(ANY_USER, pk="version"),
+    "api-rule-list": Route(ANY_USER, GET | {"POST"}, {"pk": "version"}, {"POST": CODEBOOK_OWNER}),
+    "api-rule-detail": Route(
+        ANY_USER, GET | {"DELETE"}, {"pk": "rule"}, {"DELETE": CODEBOOK_OWNER}
+    ),
     "api-facet-detail": Route(ANY_USER, GET | {"PUT"}, {"pk": "facet"}, {"PUT": CODEBOOK_OWNER}),
     "api-category-list": Route(ANY_USER, GET | {"POST"}, {"pk": "facet"}, {"POST": CODEBOOK_OWNER}),
     "api-category-detail": Route(

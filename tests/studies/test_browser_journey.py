@@ -93,7 +93,7 @@ def test_two_annotators_label_blind_with_the_keyboard_and_the_owner_sees_progres
     # the page resumes at the first facet without a label
     expect(one.locator(".facet.current legend")).to_contain_text("Distributed-specific")
     one.keyboard.press("1")  # Yes → on to the stage
-    one.keyboard.press("n")  # on to the symptom
+    one.keyboard.press("4")  # Training & evaluation (the seed's rules ask for it) → the symptom
     expect(one.locator(".facet.current legend")).to_contain_text("Symptom")
     one.keyboard.press("f")  # type to filter; Enter picks the best match
     one.keyboard.type("hang")

@@ -41,7 +41,10 @@ def scenario(client, *, big: bool):
         IssueCommentFactory(issue=assignment.item.issue)
     client.force_login(a)
     client.get(assignment.get_absolute_url())  # warm the per-version codebook cache
-    required = {f"facet-{f}": ids for f, ids in world.labels(screening="relevant").items()}
+    # The seed codebook's rules ask a relevant issue for its distributed answer, stage and symptom.
+    complete = {"distributed": "yes", "stage": "training-evaluation", "symptom": "hang-timeout"}
+    chosen = world.labels(screening="relevant", **(complete if big else {}))
+    required = {f"facet-{f}": ids for f, ids in chosen.items()}
     return world, assignment, required
 
 

@@ -75,6 +75,38 @@ def published_small(user: Any = None) -> CodebookVersion:
     return import_codebook(data=_json(SMALL), fmt="json", publish=True, user=user)
 
 
+# Label rules over SMALL, for the tests of their enforcement (SMALL itself stays rule-free).
+SMALL_RULES: list[dict[str, Any]] = [
+    {
+        "kind": "requires",
+        "facet": "symptom",
+        "when_facet": "screening",
+        "when_categories": ["relevant"],
+    },
+    {
+        "kind": "forbids",
+        "facet": "symptom",
+        "when_facet": "screening",
+        "when_categories": ["not-a-bug"],
+    },
+    {
+        "kind": "forbids",
+        "facet": "fix",
+        "when_facet": "screening",
+        "when_categories": ["not-a-bug"],
+    },
+    {"kind": "leaf_only", "facet": "symptom"},
+    {"kind": "max_choices", "facet": "fix", "max_choices": 1},
+]
+
+
+def published_with_rules(user: Any = None) -> CodebookVersion:
+    """SMALL with SMALL_RULES, as another codebook ("ruled-bugs"), published as v1."""
+    document = small_document(rules=SMALL_RULES)
+    document["codebook"] = {"name": "Ruled bugs", "slug": "ruled-bugs"}
+    return import_codebook(data=_json(document), fmt="json", publish=True, user=user)
+
+
 def _json(document: dict[str, Any]) -> str:
     import json
 
