@@ -155,6 +155,22 @@ AXES_RESET_ON_SUCCESS = True
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 
+# E-mail (password reset links): printed to the console unless EMAIL_HOST names an SMTP server.
+# EMAIL_BACKEND may name another backend outright. Tests capture mail in memory (locmem).
+EMAIL_HOST = env_str("EMAIL_HOST")
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend",
+)
+EMAIL_PORT = env_int("EMAIL_PORT", 587)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", default=True)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "annotator@localhost")
+PASSWORD_RESET_TIMEOUT = env_int("PASSWORD_RESET_TIMEOUT_HOURS", 24) * 3600
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
@@ -303,6 +319,9 @@ if STUDIES_ASSIGNMENT_TIMEOUT_MINUTES > 0:
         "task": "annotator.studies.tasks.release_stale_assignments_task",
         "schedule": float(env_int("STUDIES_RELEASE_EVERY_SECONDS", 300)),
     }
+# Invitation links (annotator/studies): a new link works this many days (its owner may revoke
+# it sooner, or limit how many people join by it).
+STUDIES_INVITATION_DAYS = env_int("STUDIES_INVITATION_DAYS", 14)
 # Agreement (annotator/agreement): a run's time limit; a run still going past it is marked failed
 # by the sweep, which also starts runs for rounds that completed without one (every minute).
 AGREEMENT_TIME_LIMIT_SECONDS = env_int("AGREEMENT_TIME_LIMIT_SECONDS", 600)
@@ -351,6 +370,7 @@ SPECTACULAR_SETTINGS = {
         "FacetKindEnum": "taxonomy_app.models.Facet.Kind",
         "ChangeKindEnum": "taxonomy_app.models.ChangeOperation.Kind",
         "RoundKindEnum": "annotator.studies.models.Round.Kind",
+        "MemberRoleEnum": "annotator.studies.models.Membership.Role",
         # Two models have a "state"; the issue's keeps the name it had.
         "StateEnum": "annotator.issues.models.Issue.State",
         "ApiTokenStateEnum": "annotator.accounts.models.ApiToken.State",

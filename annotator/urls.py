@@ -6,6 +6,8 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from annotator.accounts.urls import password_urlpatterns
+
 # Swagger UI's files come from drf-spectacular-sidecar (our static files) and its start-up script
 # from the split view as a file, so the page needs no CDN and no inline script; React styles it
 # with style attributes, so this page alone allows inline styles.
@@ -28,6 +30,7 @@ urlpatterns = [
     path("exports/", include("annotator.exports.urls")),
     path("backups/", include("annotator.backup.urls")),
     path("account/", include("annotator.accounts.urls")),
+    path("account/", include(password_urlpatterns)),  # Django's names, no namespace
     path("api/", include("annotator.issues.api_urls")),
     path("api/", include("taxonomy_app.api_urls")),
     path("api/", include("annotator.studies.api_urls")),

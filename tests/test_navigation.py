@@ -14,6 +14,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 from django.urls.exceptions import Resolver404
 
 from annotator.context_processors import nav
+from annotator.issues.access import grant_import
 from annotator.studies.services import next_assignment
 from tests.studies.factories import World, make_world
 
@@ -111,6 +112,8 @@ PAGES: list[tuple[str, Callable[[World], str], str | None]] = [
 @pytest.mark.parametrize(("name", "url", "current"), PAGES, ids=[p[0] for p in PAGES])
 def test_the_top_bar_marks_the_current_section(client, world, name, url, current) -> None:  # type: ignore[no-untyped-def]
     person = world.annotators[0] if name == "studies:assignment" else world.owner
+    if name == "issues:import":
+        grant_import(person)  # the page is for importers (annotator/issues/access.py)
     client.force_login(person)
     response = client.get(url(world))
     assert response.status_code == 200

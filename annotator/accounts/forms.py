@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.contrib.auth.forms import UserCreationForm
 
 from .services import MAX_DAYS, NAME_LENGTH
 
@@ -16,3 +17,16 @@ class TokenForm(forms.Form):
         max_value=MAX_DAYS,
         help_text="Empty: never expires (revoke it when done).",
     )
+
+
+class SignupForm(UserCreationForm):
+    """A new account on an invitation link (annotator/studies/views/studies.py, join): user
+    name, password twice (checked by AUTH_PASSWORD_VALIDATORS), optional e-mail for password
+    resets. It validates only: the studies service creates the account and the membership."""
+
+    email = forms.EmailField(
+        required=False, help_text="Optional: where a password reset link can be sent."
+    )
+
+    class Meta(UserCreationForm.Meta):
+        fields = ("username", "email")

@@ -7,6 +7,7 @@ from typing import Any
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -14,6 +15,7 @@ from rest_framework.response import Response
 from annotator.dispatch import with_queue_notice
 from annotator.upload_handling import UploadRefused, accept_upload
 
+from .access import REFUSAL, can_import
 from .formats import FORMATS
 from .models import ISSUE_FILTERS, ImportJob, Issue, IssueComment
 from .services import start_import_job
@@ -96,6 +98,11 @@ class ImportJobInput(serializers.Serializer):
         return upload
 
 
+def _require_importer(request: Request) -> None:
+    if not can_import(request.user):
+        raise PermissionDenied(REFUSAL)
+
+
 class IssueListApi(generics.ListAPIView):
     """Issues, filtered with the same parameters as the issue list page."""
 
@@ -124,6 +131,7 @@ class ImportJobCreateApi(generics.GenericAPIView):
 
     @extend_schema(request=ImportJobInput, responses={202: ImportJobOutput})
     def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        _require_importer(request)  # before the upload is read
         data = ImportJobInput(data=request.data)
         data.is_valid(raise_exception=True)
         job = start_import_job(
@@ -193,6 +201,7 @@ class SyncJobCreateApi(generics.GenericAPIView):
 
     @extend_schema(request=SyncJobInput, responses={202: SyncJobOutput})
     def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        _require_importer(request)
         data = SyncJobInput(data=request.data)
         data.is_valid(raise_exception=True)
         job = start_sync_job(**data.validated_data, user=request.user)

@@ -221,6 +221,11 @@ class ImportJob(Job):
 
     task_name = "annotator.issues.tasks.import_issues_task"
 
+    class Meta(Job.Meta):
+        # Imports and GitHub syncs write into the issue pool every study shares: staff, or
+        # holders of this permission (the "Importers" group), may start them (access.py).
+        permissions = [("import_issues", "Can import and sync GitHub issues")]
+
     def __str__(self) -> str:
         return f"import {self.pk} of {self.original_name} ({self.status})"
 

@@ -10,6 +10,7 @@ from django_htmx.middleware import HtmxDetails
 from annotator.dispatch import warn_if_waiting
 from annotator.job_pages import job_status_page
 
+from .access import require_importer
 from .forms import ImportForm
 from .models import ISSUE_FILTERS, ImportJob, Issue, IssueComment, Repository
 from .rendering import render_markdown
@@ -57,6 +58,7 @@ def issue_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 def import_upload(request: HttpRequest) -> HttpResponse:
+    require_importer(request.user)
     form = ImportForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         job = start_import_job(
@@ -73,6 +75,7 @@ def import_upload(request: HttpRequest) -> HttpResponse:
 
 
 def import_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    require_importer(request.user)
     job = get_object_or_404(ImportJob, pk=pk)
     return job_status_page(request, "issues/import_detail.html", "import-status", job)
 
@@ -95,6 +98,7 @@ from .sync import start_sync_job  # noqa: E402
 
 @require_http_methods(["GET", "POST"])
 def sync_start(request: HttpRequest) -> HttpResponse:
+    require_importer(request.user)
     form = SyncForm(request.POST or None, initial={"repository": request.GET.get("repository")})
     if request.method == "POST" and form.is_valid():
         job = start_sync_job(
@@ -114,5 +118,6 @@ def sync_start(request: HttpRequest) -> HttpResponse:
 
 
 def sync_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    require_importer(request.user)
     job = get_object_or_404(SyncJob, pk=pk)
     return job_status_page(request, "issues/sync_detail.html", "sync-status", job)

@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Prefetch, QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -215,6 +215,54 @@ class MemberAddApi(APIView):
         except StudyError as error:
             raise _refuse(error) from error
         return Response(MemberOutput(out).data, status=status.HTTP_201_CREATED)
+
+
+class MemberRoleInput(serializers.Serializer):
+    role = serializers.ChoiceField(choices=Role.choices)
+
+
+class MemberChangeOutput(serializers.Serializer):
+    username = serializers.CharField()
+    role = serializers.CharField()
+    released = serializers.IntegerField(
+        help_text="their assignments in progress that went back to the pool"
+    )
+
+
+class MemberApi(APIView):
+    """Change a member's role (PATCH) or remove them (DELETE); owner only. Their assignments
+    in progress go back to the pool; submitted labels stay. The last owner stays (400)."""
+
+    def _member(self, request: Request, study_id: int, user_id: int) -> tuple[Study, Any]:
+        study = _membership(request, study_id, {Role.OWNER}).study
+        membership = study.memberships.select_related("user").filter(user_id=user_id).first()
+        if membership is None:
+            raise NotFound("no such member of this study")
+        return study, membership.user
+
+    @extend_schema(request=MemberRoleInput, responses=MemberChangeOutput)
+    def patch(self, request: Request, study_id: int, user_id: int) -> Response:
+        study, user = self._member(request, study_id, user_id)
+        data = MemberRoleInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            membership, released = services.change_member_role(
+                study=study, user=user, role=data.validated_data["role"]
+            )
+        except StudyError as error:
+            raise _refuse(error) from error
+        out = {"username": user.get_username(), "role": membership.role, "released": released}
+        return Response(MemberChangeOutput(out).data)
+
+    @extend_schema(request=None, responses={200: MemberChangeOutput})
+    def delete(self, request: Request, study_id: int, user_id: int) -> Response:
+        study, user = self._member(request, study_id, user_id)
+        try:
+            released = services.remove_member(study=study, user=user)
+        except StudyError as error:
+            raise _refuse(error) from error
+        out = {"username": user.get_username(), "role": "", "released": released}
+        return Response(MemberChangeOutput(out).data)
 
 
 class SelectionCreateApi(APIView):

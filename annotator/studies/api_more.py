@@ -14,6 +14,7 @@ from typing import Any
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -23,6 +24,7 @@ from .access import MANAGERS, SEE_ALL
 from .api import RoundOutput, SelectionOutput, StudyOutput, _membership, _refuse
 from .errors import StudyError
 from .models import Assignment, Invitation, Item, Membership, Round, Selection, Study
+from .services.studies import MAX_INVITATION_DAYS
 
 Role = Membership.Role
 ITEM_STATES = ["unassigned", "in progress", "complete"]  # ItemQuerySet.with_state
@@ -81,15 +83,40 @@ class InvitationInput(serializers.Serializer):
     role = serializers.ChoiceField(
         choices=[Role.ANNOTATOR, Role.ADJUDICATOR], default=Role.ANNOTATOR
     )
+    days = serializers.IntegerField(
+        min_value=1,
+        max_value=MAX_INVITATION_DAYS,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="the link works this many days; default STUDIES_INVITATION_DAYS (14)",
+    )
+    max_uses = serializers.IntegerField(
+        min_value=1,
+        required=False,
+        allow_null=True,
+        default=1,
+        help_text="how many people may join by it (default 1); null: no limit",
+    )
 
 
 class InvitationOutput(serializers.Serializer):
     id = serializers.IntegerField()
     role = serializers.CharField()
     token = serializers.CharField()
-    url = serializers.SerializerMethodField(help_text="the join link (open it logged in)")
+    url = serializers.SerializerMethodField(
+        help_text="the join link (sign up on it, or log in and join)"
+    )
     uses = serializers.IntegerField()
+    max_uses = serializers.IntegerField(allow_null=True, help_text="null: no limit")
+    uses_left = serializers.IntegerField(allow_null=True, help_text="null: no limit")
+    expires_at = serializers.DateTimeField()
+    revoked_at = serializers.DateTimeField(allow_null=True)
+    live = serializers.SerializerMethodField(help_text="whether the link still makes members")
     created_at = serializers.DateTimeField()
+
+    def get_live(self, invitation: Invitation) -> bool:
+        return not invitation.refusal()
 
     def get_url(self, invitation: Invitation) -> str:
         request = self.context.get("request")
@@ -221,9 +248,22 @@ class InvitationCreateApi(APIView):
         data.is_valid(raise_exception=True)
         try:
             invitation = services.create_invitation(
-                study=study, role=data.validated_data["role"], user=request.user
+                study=study, user=request.user, **data.validated_data
             )
         except StudyError as error:
             raise _refuse(error) from error
         out = InvitationOutput(invitation, context={"request": request})
         return Response(out.data, status=status.HTTP_201_CREATED)
+
+
+class InvitationRevokeApi(APIView):
+    """Revoke one of the study's links (owner only); again: the first date is kept."""
+
+    @extend_schema(request=None, responses=InvitationOutput)
+    def post(self, request: Request, study_id: int, token: str) -> Response:
+        study = _membership(request, study_id, MANAGERS).study
+        try:
+            invitation = services.revoke_invitation(study=study, token=token)
+        except Invitation.DoesNotExist:
+            raise NotFound("no such invitation in this study") from None
+        return Response(InvitationOutput(invitation, context={"request": request}).data)

@@ -8,6 +8,11 @@ urlpatterns = [
     path("studies/<int:study_id>/", api.StudyDetailApi.as_view(), name="api-study-detail"),
     path("studies/<int:study_id>/members/", api.MemberAddApi.as_view(), name="api-member-add"),
     path(
+        "studies/<int:study_id>/members/<int:user_id>/",
+        api.MemberApi.as_view(),
+        name="api-member",
+    ),
+    path(
         "studies/<int:study_id>/selections/",
         api.SelectionCreateApi.as_view(),
         name="api-selection-create",
@@ -59,5 +64,10 @@ urlpatterns = [
         "studies/<int:study_id>/invitations/create/",
         api_more.InvitationCreateApi.as_view(),
         name="api-invitation-create",
+    ),
+    path(
+        "studies/<int:study_id>/invitations/<str:token>/revoke/",
+        api_more.InvitationRevokeApi.as_view(),
+        name="api-invitation-revoke",
     ),
 ]

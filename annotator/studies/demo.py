@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from annotator.issues.access import grant_import
 from annotator.issues.models import Repository
 from taxonomy_app.models import Codebook, CodebookVersion
 
@@ -25,6 +26,7 @@ def seed_demo_study(*, owner: Any, password: str = "") -> tuple[Study, dict[str,
     its two annotators; every run sets the annotators' passwords (given, or fresh random ones)
     and returns them so the terminal can print working credentials."""
     version = _seed_version()
+    grant_import(owner)  # the demo owner imports and syncs issues
     study = Study.objects.filter(name=DEMO_STUDY).first()
     if study is None:
         study = create_study(

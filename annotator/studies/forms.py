@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.conf import settings
 
 from annotator.issues.models import Repository
 from taxonomy_app.models import CodebookVersion
@@ -48,6 +49,28 @@ class InviteForm(forms.Form):
         choices=[(r, label) for r, label in Membership.Role.choices if r != "owner"],
         initial=Membership.Role.ANNOTATOR,
     )
+    max_uses = forms.IntegerField(
+        label="Uses",
+        required=False,
+        min_value=1,
+        initial=1,
+        help_text="How many people may join by it; empty: no limit.",
+    )
+    days = forms.IntegerField(
+        label="Expires after (days)",
+        required=False,
+        min_value=1,
+        max_value=365,
+        help_text="Empty: the default (STUDIES_INVITATION_DAYS).",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["days"].initial = settings.STUDIES_INVITATION_DAYS
+
+
+class RoleForm(forms.Form):
+    role = forms.ChoiceField(choices=Membership.Role.choices)
 
 
 NEW_ROUND = {"new-main": Round.Kind.MAIN, "new-calibration": Round.Kind.CALIBRATION}

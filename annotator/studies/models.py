@@ -12,12 +12,14 @@ Integrity lives in the database (HOUSE_STYLE 1):
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 from django.urls import reverse
+from django.utils import timezone
 
 from annotator.issues.models import Issue
 from taxonomy_app.models import Category, CodebookVersion, Facet
@@ -81,8 +83,24 @@ class Membership(models.Model):
         return self.role == self.Role.OWNER
 
 
+def invitation_expiry() -> datetime:
+    """When a new invitation link stops working: STUDIES_INVITATION_DAYS from now."""
+    return timezone.now() + timedelta(days=settings.STUDIES_INVITATION_DAYS)
+
+
+class InvitationQuerySet(models.QuerySet["Invitation"]):
+    def live(self, now: datetime | None = None) -> InvitationQuerySet:
+        """The links that still make members: not revoked, not expired, not used up."""
+        return self.filter(
+            Q(max_uses__isnull=True) | Q(uses__lt=F("max_uses")),
+            revoked_at__isnull=True,
+            expires_at__gt=now or timezone.now(),
+        )
+
+
 class Invitation(models.Model):
-    """A link that makes whoever opens it (logged in) a member of the study with `role`."""
+    """A link that makes whoever opens it (logged in, or signing up on it) a member of the
+    study with `role`, until it expires, is revoked or has been used `max_uses` times."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="invitations")
     role = models.CharField(max_length=12, choices=Membership.Role.choices)
@@ -92,12 +110,47 @@ class Invitation(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     uses = models.PositiveIntegerField(default=0)
+    max_uses = models.PositiveIntegerField(
+        null=True, blank=True, help_text="how many people may join by it; empty: no limit"
+    )
+    expires_at = models.DateTimeField(default=invitation_expiry)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = InvitationQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(max_uses__isnull=True) | Q(max_uses__gte=1),
+                name="invitation_max_uses_gte_1",
+            ),
+            # Joining bumps `uses` under the row lock; the database refuses one use too many.
+            models.CheckConstraint(
+                condition=Q(max_uses__isnull=True) | Q(uses__lte=F("max_uses")),
+                name="invitation_uses_within_max",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"invitation to {self.study} as {self.role}"
 
     def get_absolute_url(self) -> str:
         return reverse("studies:join", args=[self.token])
+
+    @property
+    def uses_left(self) -> int | None:
+        """How many more people may join by it; None for no limit."""
+        return None if self.max_uses is None else max(0, self.max_uses - self.uses)
+
+    def refusal(self, now: datetime | None = None) -> str:
+        """Why the link no longer makes members, in words for the page; "" while it does."""
+        if self.revoked_at is not None:
+            return "This invitation link was revoked by the study's owner."
+        if self.expires_at <= (now or timezone.now()):
+            return f"This invitation link expired on {self.expires_at:%Y-%m-%d %H:%M} UTC."
+        if self.uses_left == 0:
+            return "This invitation link has been used as many times as it allows."
+        return ""
 
 
 class Round(models.Model):

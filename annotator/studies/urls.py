@@ -15,6 +15,15 @@ urlpatterns = [
     path("<int:study_id>/edit/", studies.study_edit, name="edit"),
     path("<int:study_id>/members/", studies.members, name="members"),
     path("<int:study_id>/invite/", studies.invite, name="invite"),
+    path(
+        "<int:study_id>/invitations/<str:token>/revoke/",
+        studies.invitation_revoke,
+        name="invitation_revoke",
+    ),
+    path(
+        "<int:study_id>/members/<int:user_id>/remove/", studies.member_remove, name="member_remove"
+    ),
+    path("<int:study_id>/members/<int:user_id>/role/", studies.member_role, name="member_role"),
     path("<int:study_id>/select/", studies.select, name="select"),
     path("<int:study_id>/dashboard/", dashboard.dashboard, name="dashboard"),
     path("<int:study_id>/annotate/", annotate.annotate_next, name="annotate_next"),

@@ -7,6 +7,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from annotator.accounts.services import create_api_token
+from annotator.issues.access import grant_import
 from annotator.issues.models import ImportJob
 from tests.factories import IssueCommentFactory, IssueFactory, RepositoryFactory, UserFactory
 from tests.issues.test_import_service import ISSUES
@@ -17,7 +18,9 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def api() -> APIClient:
     client = APIClient()
-    _, secret = create_api_token(user=UserFactory(), name="tests")
+    importer = UserFactory()
+    grant_import(importer)  # imports and syncs need it
+    _, secret = create_api_token(user=importer, name="tests")
     client.credentials(HTTP_AUTHORIZATION=f"Token {secret}")
     return client
 

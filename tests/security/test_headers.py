@@ -18,6 +18,7 @@ from django.core.exceptions import PermissionDenied
 from django.test import Client
 from django.urls import include, path, reverse
 
+from annotator.issues.access import grant_import
 from tests.conftest import _database_url
 from tests.factories import PASSWORD, UserFactory
 from tests.security.helpers import Populated, inline_code, policy, populated_study
@@ -115,6 +116,7 @@ def owner_pages(p: Populated) -> list[str]:
 
 
 def test_every_main_page_sends_the_strict_policy_and_has_no_inline_code(populated) -> None:  # type: ignore[no-untyped-def]
+    grant_import(populated.owner)  # for the import and sync pages
     client = as_user(populated.owner)
     checked = []
     for url in owner_pages(populated):

@@ -78,6 +78,10 @@ from tests.security.matrix_scene import (
 pytestmark = pytest.mark.django_db
 
 STUDY = {"study_id": "study"}
+# Importing writes into the issue pool every study shares: staff (and holders of the
+# issues.import_issues permission, whom the scene has none of); others get 403.
+IMPORTER = Rule("staff or importer", frozenset({"staff"}), 403)
+FORM_VIEW = frozenset({"GET", "HEAD", "POST", "PUT", "OPTIONS"})  # Django's FormView
 ITEM = {"item_id": "item"}
 MINE = {"assignment_id": "assignment"}
 
@@ -88,14 +92,16 @@ ROUTES: dict[str, Route] = {
     # issues: one shared pool of GitHub issues, open to every signed-in researcher
     "issues:list": page(ANY_USER),
     "issues:detail": page(ANY_USER, pk="issue"),
-    "issues:import": page(ANY_USER, GET_POST),
-    "issues:import_detail": page(ANY_USER, pk="import_job"),
-    "issues:sync": page(ANY_USER, GET_POST),
-    "issues:sync_detail": page(ANY_USER, pk="sync_job"),
+    # imports and syncs write into that pool: staff or holders of issues.import_issues
+    "issues:import": page(IMPORTER, GET_POST),
+    "issues:import_detail": page(IMPORTER, pk="import_job"),
+    "issues:sync": page(IMPORTER, GET_POST),
+    "issues:sync_detail": page(IMPORTER, pk="sync_job"),
     # studies
     "studies:list": page(ANY_USER),
     "studies:create": page(ANY_USER, GET_POST),
-    "studies:join": page(ANY_USER, GET_POST, token="invitation"),
+    # an invitation link: sign up or log in on it (anonymous), or join (signed in)
+    "studies:join": page(PUBLIC, GET_POST, token="invitation"),
     "studies:detail": page(MEMBER, **STUDY),
     "studies:edit": page(OWNER, GET_POST, **STUDY),
     "studies:members": page(OWNER, GET_POST, **STUDY),
@@ -167,9 +173,9 @@ ROUTES: dict[str, Route] = {
     # REST API: issues and jobs
     "api-issue-list": api(ANY_USER),
     "api-issue-detail": api(ANY_USER, pk="issue"),
-    "api-import-create": api(ANY_USER, API_POST),
+    "api-import-create": api(IMPORTER, API_POST),
     "api-import-detail": api(ANY_USER, pk="import_job"),
-    "api-sync-create": api(ANY_USER, API_POST),
+    "api-sync-create": api(IMPORTER, API_POST),
     "api-sync-detail": api(ANY_USER, pk="sync_job"),
     # REST API: codebooks
     "api-codebook-list": api(ANY_USER),
@@ -339,6 +345,28 @@ ROUTES |= {
     "backup:confirm": page(STAFF, GET_POST, token="upload"),  # staff's session holds it
 }
 VARIANTS["backup:job#restore"] = page(STAFF, pk="restore")
+
+# Members and invitation links: the owner removes a member or changes a role ("user" is the
+# owner, the last one: refused with 409 on the page, 400 in the API) and revokes links.
+ROUTES |= {
+    "studies:member_remove": page(OWNER, GET_POST, study_id="study", user_id="user"),
+    "studies:member_role": page(OWNER, POST, study_id="study", user_id="user"),
+    "studies:invitation_revoke": page(OWNER, GET_POST, study_id="study", token="invitation"),
+    "api-member": api(
+        OWNER, frozenset({"PATCH", "DELETE", "OPTIONS"}), study_id="study", user_id="user"
+    ),
+    "api-invitation-revoke": api(OWNER, API_POST, study_id="study", token="invitation"),
+}
+# Passwords: changed by a signed-in user, reset by anyone with the e-mail's link. The reset
+# link's page answers every method with its "link not valid" page for a link that is not one.
+ROUTES |= {
+    "password_change": page(ANY_USER, FORM_VIEW),
+    "password_change_done": page(ANY_USER, GET),
+    "password_reset": page(PUBLIC, FORM_VIEW),
+    "password_reset_done": page(PUBLIC, GET),
+    "password_reset_confirm": page(PUBLIC, ALL, uidb64="MQ", token="no-such-reset-token"),
+    "password_reset_complete": page(PUBLIC, GET),
+}
 
 CASES = cases(ROUTES, VARIANTS)
 

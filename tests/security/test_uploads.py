@@ -31,6 +31,7 @@ from rest_framework.test import APIClient
 from annotator.exports.models import ExportJob
 from annotator.exports.services import run_export_job, start_export_job
 from annotator.exports.spreadsheets import SpreadsheetError, inspect_workbook
+from annotator.issues.access import grant_import
 from annotator.issues.models import ImportJob, Issue
 from annotator.studies.models import Item, Study
 from annotator.upload_handling import ROUTE_KINDS, LimitedUploadHandler
@@ -191,6 +192,7 @@ def world(settings, tmp_path: Path) -> dict[str, Any]:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     (tmp_path / "incoming").mkdir()
     owner = UserFactory(username="owner")
+    grant_import(owner)  # the issue import routes are for importers
     page, api = Client(), APIClient()
     page.force_login(owner)
     api.force_authenticate(owner)

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import F, Max
 from django.db.models.functions import Greatest
+from django.utils import timezone
 
 from taxonomy_app.models import CodebookVersion
 
 from ..errors import StudyError
-from ..models import Invitation, Item, Membership, Round, Study
+from ..models import Assignment, Invitation, Item, Membership, Round, Study
 
 Role = Membership.Role
 
@@ -92,27 +95,164 @@ def create_member_account(
     return add_member(study=study, user=user, role=role), password
 
 
+MAX_INVITATION_DAYS = 365
+
+
 @transaction.atomic
-def create_invitation(*, study: Study, role: str = Role.ANNOTATOR, user: Any = None) -> Invitation:
-    """A link that makes whoever opens it a member with `role`."""
+def create_invitation(
+    *,
+    study: Study,
+    role: str = Role.ANNOTATOR,
+    user: Any = None,
+    days: int | None = None,
+    max_uses: int | None = 1,
+) -> Invitation:
+    """A link that makes whoever opens it a member with `role`, for `days` (default
+    STUDIES_INVITATION_DAYS) and `max_uses` people (None: any number)."""
     if role not in Role.values or role == Role.OWNER:
         raise StudyError("field 'role': invite annotators or adjudicators")
+    days = settings.STUDIES_INVITATION_DAYS if days is None else days
+    if not 1 <= days <= MAX_INVITATION_DAYS:
+        raise StudyError(f"field 'days': a link works 1 to {MAX_INVITATION_DAYS} days")
+    if max_uses is not None and max_uses < 1:
+        raise StudyError("field 'max_uses': at least one person must be able to join by it")
     return Invitation.objects.create(
-        study=study, role=role, token=secrets.token_urlsafe(24), created_by=user
+        study=study,
+        role=role,
+        token=secrets.token_urlsafe(24),
+        created_by=user,
+        expires_at=timezone.now() + timedelta(days=days),
+        max_uses=max_uses,
     )
+
+
+def live_invitation(token: str, *, lock: bool = False) -> Invitation:
+    """The invitation of `token` while it still makes members; StudyError saying why not."""
+    invitations = Invitation.objects.select_related("study")
+    if lock:
+        invitations = invitations.select_for_update(of=("self",))
+    invitation = invitations.filter(token=token).first()
+    if invitation is None:
+        raise StudyError("This invitation link is not valid: check it, or ask for a new one.")
+    refusal = invitation.refusal()
+    if refusal:
+        raise StudyError(f"{refusal} Ask the study's owner for a new link.")
+    return invitation
 
 
 @transaction.atomic
 def accept_invitation(*, token: str, user: Any) -> Membership:
-    """Join the invitation's study; a member keeps their role."""
-    invitation = Invitation.objects.select_for_update().filter(token=token).first()
-    if invitation is None:
-        raise StudyError("this invitation link is not valid")
-    existing = Membership.objects.filter(study=invitation.study_id, user=user).first()
+    """Join the invitation's study with its role, using one of its uses; a member keeps their
+    role (and the link its uses). An expired, revoked or used-up link is a StudyError."""
+    invitation = Invitation.objects.filter(token=token).only("study_id").first()
+    existing = None
+    if invitation is not None:
+        existing = Membership.objects.filter(study=invitation.study_id, user=user).first()
     if existing is not None:
         return existing
+    invitation = live_invitation(token, lock=True)
     Invitation.objects.filter(pk=invitation.pk).update(uses=F("uses") + 1)
     return add_member(study=invitation.study, user=user, role=invitation.role)
+
+
+@transaction.atomic
+def join_with_new_account(
+    *, token: str, username: str, password: str, email: str = ""
+) -> tuple[Any, Membership]:
+    """Create an account (the caller has checked the password against Django's validators)
+    and join the invitation's study with it; nothing is created when the link no longer
+    works or the name is taken."""
+    live_invitation(token, lock=True)
+    User = get_user_model()
+    username = username.strip()
+    if not username:
+        raise StudyError("field 'username': choose a user name")
+    if User.objects.filter(username__iexact=username).exists():
+        raise StudyError(f"field 'username': {username!r} is taken; choose another")
+    user = User.objects.create_user(username=username, password=password, email=email.strip())
+    return user, accept_invitation(token=token, user=user)
+
+
+@transaction.atomic
+def revoke_invitation(*, study: Study, token: str) -> Invitation:
+    """Stop the study's link from making members (revoking again keeps the first date).
+    Another study's link is Invitation.DoesNotExist, like a missing one."""
+    invitation = Invitation.objects.select_for_update().get(study=study, token=token)
+    if invitation.revoked_at is None:
+        invitation.revoked_at = timezone.now()
+        invitation.save(update_fields=["revoked_at"])
+    return invitation
+
+
+@transaction.atomic
+def remove_member(*, study: Study, user: Any) -> int:
+    """Take `user` out of the study. Their open assignments return to the pool (the item's
+    slot is free for another annotator, and their drafts on them are kept but never counted:
+    only submitted labels are); their submitted labels stay. The last owner cannot leave.
+    Returns how many assignments went back."""
+    membership = _locked_membership(study, user)
+    if membership.is_owner:
+        _refuse_last_owner(study, "removed")
+    released = _release_open_assignments(study, user, "removed from the study")
+    membership.delete()
+    _sync_calibration_quota(study)
+    return released
+
+
+@transaction.atomic
+def change_member_role(*, study: Study, user: Any, role: str) -> tuple[Membership, int]:
+    """Give a member another role. An annotator who stops annotating gives their open
+    assignments back to the pool (as remove_member does); the last owner keeps the role.
+    Returns the membership and how many assignments went back."""
+    if role not in Role.values:
+        raise StudyError(f"field 'role': choose one of {', '.join(Role.values)}")
+    membership = _locked_membership(study, user)
+    if membership.role == role:
+        return membership, 0
+    if membership.is_owner:
+        _refuse_last_owner(study, "made " + role)
+    released = 0
+    if membership.role == Role.ANNOTATOR:
+        released = _release_open_assignments(study, user, f"made {role} of the study")
+    membership.role = role
+    membership.save(update_fields=["role"])
+    _sync_calibration_quota(study)
+    return membership, released
+
+
+def _locked_membership(study: Study, user: Any) -> Membership:
+    # The study row first: two owners demoting each other at once must not both succeed.
+    Study.objects.select_for_update().get(pk=study.pk)
+    membership = Membership.objects.select_for_update().filter(study=study, user=user).first()
+    if membership is None:
+        raise StudyError(f"{user} is not a member of this study")
+    return membership
+
+
+def _refuse_last_owner(study: Study, change: str) -> None:
+    if study.memberships.filter(role=Role.OWNER).count() <= 1:
+        raise StudyError(
+            f"The study's last owner cannot be {change}: make another member owner first."
+        )
+
+
+def _release_open_assignments(study: Study, user: Any, reason: str) -> int:
+    """Their assignments in progress become skipped and free their items' slots, as
+    skip_assignment does; the item is never offered to them again."""
+    open_assignments = list(
+        Assignment.objects.select_for_update(of=("self",))
+        .filter(item__study=study, annotator=user, status=Assignment.Status.ASSIGNED)
+        .values_list("pk", "item_id")
+    )
+    if not open_assignments:
+        return 0
+    Assignment.objects.filter(pk__in=[pk for pk, _ in open_assignments]).update(
+        status=Assignment.Status.SKIPPED, skip_reason=reason, finished_at=timezone.now()
+    )
+    # One assignment per item and annotator (assignment_unique_pair): one slot per item.
+    items = sorted(item_id for _, item_id in open_assignments)
+    Item.objects.filter(pk__in=items).update(active_count=F("active_count") - 1)
+    return len(open_assignments)
 
 
 @transaction.atomic
