@@ -99,8 +99,40 @@ def setup(items: int, annotators: int) -> dict[str, Any]:
     )
     select_issues(study=study, round=study.rounds.get(), filters={}, seed=1, user=owner)
     schema = codebook_schema(version)
-    labels = {f"facet-{f.id}": [f.categories[0].id] for f in schema.facets[:3]}
+    first = label_sets(schema, 1)[0]
+    by_key = {f.key: f for f in schema.facets}
+    labels = {
+        f"facet-{by_key[key].id}": [c.id for c in by_key[key].categories if c.code in codes]
+        for key, codes in first.items()
+    }
     return {"study": study.pk, "users": [u.username for u in people], "labels": labels}
+
+
+def label_sets(schema: Any, count: int, seed: int = 1) -> list[dict[str, list[str]]]:
+    """`count` random label sets (facet key → codes) that the codebook accepts on submit, its
+    required facets and label rules included. Each is drawn until the codebook takes it: leaves
+    only; a third of the time the first facet (screening) alone, otherwise a multi-choice facet
+    0 to 2 codes and any other one code (mostly). Drawn in the setup child, which has Django."""
+    rng = random.Random(seed)
+    found: list[dict[str, list[str]]] = []
+    for _ in range(count * 2000):
+        if len(found) == count:
+            return found
+        chosen: dict[int, list[Any]] = {}
+        facets = schema.facets[:1] if rng.random() < 1 / 3 else schema.facets
+        for facet in facets:
+            groups = {c.parent_id for c in facet.categories}
+            leaves = [c for c in facet.categories if c.id not in groups]
+            if facet.is_multi:
+                chosen[facet.id] = rng.sample(leaves, rng.randint(0, 2))
+            elif facet.required or rng.random() < 0.7:
+                chosen[facet.id] = [rng.choice(leaves)]
+        ids = {facet: [c.id for c in cs] for facet, cs in chosen.items() if cs}
+        _, errors = schema.validate_labels(ids, require=True)
+        if not errors:
+            keys = {f.id: f.key for f in schema.facets}
+            found.append({keys[f]: sorted(c.code for c in cs) for f, cs in chosen.items() if cs})
+    raise RuntimeError(f"the codebook took {len(found)} of {count} random label sets")
 
 
 # --- HTTP client ------------------------------------------------------------------------------

@@ -53,23 +53,18 @@ LABELING = ["GET annotate page", "POST submit (page)", "POST next item (API)", "
 
 # --- children with Django: setup and the database side of the proof --------------------------
 def setup(items: int, annotators: int) -> dict[str, Any]:
-    """labeling_load's study, plus the flat facets (no hierarchy) the clients label with."""
+    """labeling_load's study, its facets (codes → ids) and 500 random label sets the codebook
+    accepts, which the clients label with."""
     world = base.setup(items, annotators)
     from annotator.studies.codebook import codebook_schema
     from annotator.studies.models import Study
 
     schema = codebook_schema(Study.objects.get(pk=world["study"]).codebook_version)
     world["facets"] = [
-        {
-            "id": f.id,
-            "key": f.key,
-            "multi": f.is_multi,
-            "required": f.required,
-            "codes": {c.code: c.id for c in f.categories},
-        }
+        {"id": f.id, "key": f.key, "codes": {c.code: c.id for c in f.categories}}
         for f in schema.facets
-        if all(c.parent_id is None for c in f.categories)
     ]
+    world["label_sets"] = base.label_sets(schema, 500)
     world["owner"] = "bench-owner"
     return world
 
@@ -109,20 +104,11 @@ class Ledger:
             self.entries[assignment] = {"annotator": annotator, "labels": labels, "notes": notes}
 
 
-def choose_labels(rng: random.Random, facets: list[dict[str, Any]]) -> dict[str, list[str]]:
-    """Random labels: a required facet always, others mostly; a multi facet 0 to 2 codes."""
-    labels = {}
-    for facet in facets:
-        codes = sorted(facet["codes"])
-        if facet["multi"]:
-            chosen = rng.sample(codes, rng.randint(0, 2))
-        elif facet["required"] or rng.random() < 0.7:
-            chosen = [rng.choice(codes)]
-        else:
-            chosen = []
-        if chosen:
-            labels[facet["key"]] = sorted(chosen)
-    return labels
+def choose_labels(
+    rng: random.Random, label_sets: list[dict[str, list[str]]]
+) -> dict[str, list[str]]:
+    """One of the setup's label sets, each of which the codebook accepts."""
+    return rng.choice(label_sets)
 
 
 def new_stats() -> base.Stats:
@@ -172,7 +158,7 @@ class Person:
         while assignment is not None and time.monotonic() < until:
             self.read(assignment, stats)
             time.sleep(think * self.rng.uniform(0.75, 1.25))
-            labels = choose_labels(self.rng, self.world["facets"])
+            labels = choose_labels(self.rng, self.world["label_sets"])
             self.count += 1
             notes = f"{self.name} loop {self.count}"
             following = self.submit(assignment, labels, notes, stats)
