@@ -68,8 +68,21 @@
     if (index !== -1 && index !== current) setCurrent(index);
   });
 
+  function toggleShortcuts() {
+    var dialog = document.querySelector("[data-shortcuts]");
+    if (!dialog) return;
+    if (dialog.open) dialog.close(); else dialog.showModal();
+  }
+  document.addEventListener("click", function (event) {
+    if (event.target.closest && event.target.closest("[data-shortcuts-open]")) toggleShortcuts();
+  });
+
   document.addEventListener("keydown", function (event) {
     var target = event.target;
+    if (target.closest("[data-shortcuts]")) {  // the dialog's own keys (Esc closes it)
+      if (event.key === "?") { event.preventDefault(); toggleShortcuts(); }
+      return;
+    }
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
       if (form()) { event.preventDefault(); form().requestSubmit(); }
       return;
@@ -91,7 +104,7 @@
     else if (key === "e") { var field = finalField(rows()[current]); if (field) field.focus(); else handled = false; }
     else if (key === "r") focusField("reason");
     else if (key === "c") focusField("comment");
-    else if (key === "?") { var help = document.querySelector("[data-shortcuts]"); if (help) help.open = !help.open; }
+    else if (event.key === "?") toggleShortcuts();
     else if (/^[1-9]$/.test(key)) handled = take(key);
     else handled = false;
     if (handled) event.preventDefault();

@@ -1,6 +1,8 @@
 // Keyboard shortcuts shared by every page. Each page lists the ones it offers.
 //   /      focus the search box
+//   Esc    leave the search box (so that j / k move again)
 //   j / k  move to the next / previous row of a list (Enter opens it)
+//   Enter  on a page with a [data-start] link and no row chosen: follow it ("start with the first")
 // A link or button marked data-print prints the page (no inline onclick: the CSP forbids it).
 // And focus for swapped-in forms: an element marked data-autofocus gets focus once, when it
 // arrives (page load or htmx swap). The HTML autofocus attribute is not used there: Chromium
@@ -34,8 +36,17 @@
     if (trigger) { event.preventDefault(); window.print(); }
   });
   document.addEventListener("keydown", function (event) {
+    if (event.key === "Escape" && event.target.matches && event.target.matches("input[type=search]") && !event.target.closest("[data-annotate], [data-guidelines]")) {
+      event.preventDefault();  // keep the query (Chromium's Escape would clear it)
+      event.target.blur();
+      return;
+    }
     if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
-    if (event.key === "/") {
+    if (event.key === "Enter") {
+      var start = document.querySelector("[data-start]");
+      var onNothing = event.target === document.body || event.target === document.documentElement || event.target.matches("main");
+      if (start && onNothing) { event.preventDefault(); start.click(); }
+    } else if (event.key === "/") {
       var search = document.querySelector("input[type=search]");
       if (search) { event.preventDefault(); search.focus(); search.select(); }
     } else if (event.key === "j") {
