@@ -21,6 +21,7 @@ from taxonomy_app.models import (
     Codebook,
     CodebookVersion,
     Facet,
+    LabelRule,
     Proposal,
 )
 
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 FACET = ("key", "name", "kind", "required", "order", "help")
 CATEGORY = ("code", "name", "definition", "include", "exclude", "examples", "order", "archived")
+RULE = ("kind", "when_categories", "categories", "max_choices", "order")
 Content = dict[str, Any]
 
 
@@ -47,6 +49,7 @@ class CodebookRules:
                 "taxonomy_app.facet",
                 "taxonomy_app.category",
                 "taxonomy_app.changeoperation",
+                "taxonomy_app.labelrule",
                 TARGETS._meta.label_lower,
             )
         }
@@ -55,6 +58,7 @@ class CodebookRules:
         self.facets = rows["taxonomy_app.facet"]
         self.categories = rows["taxonomy_app.category"]
         self.operations = rows["taxonomy_app.changeoperation"]
+        self.label_rules = rows["taxonomy_app.labelrule"]
         self.targets = list(rows[TARGETS._meta.label_lower].values())
         self.reused_versions: set[int] = set()
         self.reused_facets: set[int] = set()
@@ -73,6 +77,7 @@ class CodebookRules:
                 rows, self.reused_categories, "category"
             ),
             "taxonomy_app.changeoperation": self.skip_operations,
+            "taxonomy_app.labelrule": self.skip_rules,
             "taxonomy_app.proposal": self.match_proposals,
         }
 
@@ -141,6 +146,12 @@ class CodebookRules:
 
         return {p.old: SKIP for p in rows if p.row["version"] in self.reused_versions}
 
+    def skip_rules(self, rows: list[Pending]) -> dict[int, int]:
+        """A reused version has its rules here already (its content was compared)."""
+        from .restore import SKIP
+
+        return {p.old: SKIP for p in rows if p.row["version"] in self.reused_versions}
+
     def match_proposals(self, rows: list[Pending]) -> dict[int, int]:
         """On a reused facet, a proposal here with the same name and time is the same one (its
         status may have moved on here, and is kept)."""
@@ -164,6 +175,7 @@ class CodebookRules:
         facets = {old: f for old, f in self.facets.items() if f["version"] == version}
         categories = {old: c for old, c in self.categories.items() if c["facet"] in facets}
         operations = [o for o in self.operations.values() if o["version"] == version]
+        rules = [r for r in self.label_rules.values() if r["version"] == version]
         based_on = self.versions.get(v["based_on"]) if v["based_on"] else None
         return {
             "status": v["status"],
@@ -193,6 +205,14 @@ class CodebookRules:
                     _detail(o["detail"]),
                 )
                 for o in operations
+            ),
+            "label rules": sorted(
+                _rule_row(
+                    facets[r["facet"]]["key"],
+                    facets[r["when_facet"]]["key"] if r["when_facet"] else None,
+                    *(r[k] for k in RULE),
+                )
+                for r in rules
             ),
         }
 
@@ -245,7 +265,18 @@ def database_content(version: CodebookVersion) -> Content:
             )
             for o in operations.select_related("category__facet")
         ),
+        "label rules": sorted(
+            _rule_row(*row)
+            for row in LabelRule.objects.filter(version=version).values_list(
+                "facet__key", "when_facet__key", *RULE
+            )
+        ),
     }
+
+
+def _rule_row(*values: Any) -> tuple[Any, ...]:
+    """A rule as a comparable tuple: its code lists (JSON) as tuples, None as ""."""
+    return tuple(tuple(v) if isinstance(v, list) else ("" if v is None else v) for v in values)
 
 
 def _detail(detail: Any) -> str:

@@ -47,6 +47,7 @@ from taxonomy_app.models import (
     Codebook,
     CodebookVersion,
     Facet,
+    LabelRule,
     Proposal,
 )
 
@@ -187,6 +188,7 @@ TABLES: list[Table] = [
         _versions(Category, "facet__version"),
         natural_key=("facet", "code"),
     ),
+    Table("taxonomy_app.labelrule", LabelRule, _versions(LabelRule, "version")),
     Table("taxonomy_app.proposal", Proposal, _versions(Proposal, "facet__version")),
     Table(
         "taxonomy_app.changeoperation",

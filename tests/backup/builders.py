@@ -51,6 +51,7 @@ from taxonomy_app.services import (
     reject_proposal,
     split_category,
 )
+from taxonomy_app.services.rules import add_rule
 from tests.adjudication.helpers import Scene, make_scene
 from tests.factories import IssueCommentFactory, IssueFactory, UserFactory
 
@@ -200,8 +201,8 @@ def _adjudicate(scene: Scene, items: dict[str, Item]) -> None:
 
 
 def _codebook_work(scene: Scene) -> None:
-    """Open coding: a proposal accepted into a draft v2 (which also splits a category and is
-    published), another rejected."""
+    """Open coding: a proposal accepted into a draft v2 (which also splits a category, gains a
+    label rule and is published), another rejected."""
     assignment = scene.study.items.first().assignments.get(annotator=scene.annotators[0])
     facet = scene.world.version.facets.get(key="symptom")
     proposal = propose_category(
@@ -218,6 +219,7 @@ def _codebook_work(scene: Scene) -> None:
     slow = accepted.facet.categories.get(code="slow")
     move_category(category=slow, parent=accepted, user=scene.owner)
     assert slow.pk < accepted.pk
+    add_rule(version=accepted.facet.version, kind="max_choices", facet="fix", max_choices=2)
     publish_version(version=accepted.facet.version, changelog="NCCL timeouts", user=scene.owner)
     rejected = propose_category(
         assignment=assignment,

@@ -14,7 +14,7 @@ from annotator.backup.restore import RestoreOptions, restore_study
 from annotator.issues.models import Issue, IssueComment
 from annotator.studies.models import AnnotationLabel, Invitation, Membership, Study
 from annotator.studies.services import create_invitation
-from taxonomy_app.models import Category, Codebook
+from taxonomy_app.models import Category, Codebook, LabelRule
 from tests.backup.archives import dump_to, labelled_world
 from tests.backup.test_bad_archives import counts
 from tests.factories import IssueCommentFactory, UserFactory
@@ -25,6 +25,8 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def world_and_archive(tmp_path):
     world = labelled_world()
+    fix = world.version.facets.get(key="fix")
+    LabelRule.objects.create(version=world.version, kind="max_choices", facet=fix, max_choices=2)
     IssueCommentFactory(issue=world.issues[0], key="id:77", github_id=77)
     create_invitation(study=world.study, user=world.owner)
     return world, dump_to(world, tmp_path / "study.zip")
@@ -55,6 +57,7 @@ def test_restoring_beside_the_original_reuses_its_issues_people_and_codebook(wor
         "issues.issuecomment",
         "taxonomy_app.category",
         "taxonomy_app.codebookversion",
+        "taxonomy_app.labelrule",
     ):
         assert counts()[table] == before[table], table
     assert counts()["studies.item"] == 2 * before["studies.item"]
@@ -113,6 +116,18 @@ def test_a_codebook_version_with_other_content_under_its_number_is_refused(world
         str(refusal.value)
     )
     assert "'Deadlock'" in str(refusal.value) or "'Hang'" in str(refusal.value)
+
+
+def test_a_codebook_version_whose_label_rules_changed_here_is_refused(world_and_archive):
+    world, archive = world_and_archive
+    before = counts()
+    LabelRule.objects.filter(version=world.version).update(max_choices=1)
+    with pytest.raises(REFUSALS) as refusal:
+        restore_study(archive)
+    assert "codebook 'small-bugs' v1 exists here with other content (label rules" in str(
+        refusal.value
+    )
+    assert counts() == before
 
 
 def test_a_name_asked_for_is_used_and_an_owner_added(world_and_archive):

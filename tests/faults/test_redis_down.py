@@ -27,6 +27,7 @@ from annotator.agreement.models import AgreementRun
 from annotator.agreement.services import fail_lost_runs
 from annotator.dispatch import QUEUE_UNAVAILABLE, STARTUP_RESEND_AFTER, redispatch_waiting_jobs
 from annotator.exports.models import ExportJob
+from annotator.issues.access import grant_import
 from annotator.issues.models import ImportJob
 from annotator.studies.models import Annotation, AnnotationLabel
 from tests.adjudication.helpers import Scene, make_scene
@@ -61,6 +62,7 @@ def app(redis_server: RedisServer, tmp_path: Any) -> dict[str, str]:
 
 def test_labeling_goes_on_and_jobs_wait_while_redis_is_down(redis_server, app):
     scene = make_scene(items=2, k=2)
+    grant_import(scene.owner)  # the owner also imports issues
     with gunicorn(app) as base:
         owner = WebClient(base).login(scene.owner.username)
         annotators = [WebClient(base).login(u.username) for u in scene.annotators]

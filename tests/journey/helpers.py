@@ -74,7 +74,7 @@ def add_member_accounts(page: Page, names: list[str], role: str) -> dict[str, st
     passwords = {}
     for name in names:
         page.get_by_label("Username").fill(name)
-        page.get_by_label("Role").select_option(role)
+        page.get_by_label("Role:", exact=True).select_option(role)
         page.get_by_label("Create a new account").check()
         page.get_by_role("button", name="Add").click()
         created = page.get_by_role("status").filter(has_text="created with password")

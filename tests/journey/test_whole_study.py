@@ -25,6 +25,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from annotator.agreement.models import AgreementRun
+from annotator.issues.access import grant_import
 from annotator.studies.models import Annotation, Assignment, Item, Study
 from taxonomy_app.models import Facet
 from tests.factories import PASSWORD, UserFactory
@@ -77,7 +78,7 @@ def test_a_whole_study_from_import_to_export(
     # Five accounts are made and logged in; the default hasher's rounds would cost seconds.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     url = live_server.url
-    UserFactory(username="owner")
+    grant_import(UserFactory(username="owner"))  # imports the issues first
     owner = steps.open_session(browser, url, "owner", PASSWORD)
     owner_imports_issues_and_publishes_the_codebook(owner)
     passwords = owner_creates_the_study(owner)
