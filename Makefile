@@ -11,6 +11,15 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 
 .PHONY: venv run worker test lint check bench clean
 
+# axe-core, pinned in package-lock.json, is injected into pages by the accessibility browser test
+# (tests/test_accessibility_browser.py). npm keeps the tarball's dates on the files it unpacks,
+# so the rule touches its target: it runs again only when the lock file changes.
+AXE := node_modules/axe-core/axe.min.js
+
+$(AXE): package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
 UV := .tools/bin/uv
 
 # uv lives in its own small environment: `uv sync` makes .venv exactly the lock file.
@@ -44,7 +53,7 @@ run: venv
 # modules again, and pytest would rewrite every test module's asserts in each worker.
 TEST_WORKERS ?= 3
 
-test: venv
+test: venv $(AXE)
 	env -u PYTHONDONTWRITEBYTECODE DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
 	  $(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
@@ -69,4 +78,4 @@ bench-%: venv
 	env -u DATABASE_URL $(BIN)/python benchmarks/$*.py
 
 clean:
-	rm -rf $(VENV) var .pytest_cache
+	rm -rf $(VENV) var .pytest_cache node_modules
