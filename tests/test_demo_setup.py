@@ -41,7 +41,7 @@ def test_demo_seeds_an_sqlite_database_without_any_service(tmp_path):
         assert db.execute("SELECT max(comments_count) FROM issues_issue").fetchone()[0] > 0
     # the annotate page and its submit (hand-written SQL among their queries) work on SQLite too
     out = manage("shell", "--no-imports", "-c", LABEL_ON_THE_PAGE, data_dir=tmp_path).stdout
-    assert out.split() == ["200", "True", "You:0/1", "200", "True", "200", "You:1/2"], out
+    assert out.split() == ["200", "True", "You:0/36", "200", "True", "200", "You:1/36"], out
 
 
 LABEL_ON_THE_PAGE = """

@@ -11,7 +11,7 @@ from django.core.cache import cache
 from django.db.models import Avg, Count, Sum
 
 from .. import sql
-from ..models import Annotation, Assignment, Item, Round, Study
+from ..models import Annotation, Assignment, Item, Membership, Round, Study
 
 Status = Assignment.Status
 
@@ -26,11 +26,50 @@ class Progress:
         return int(100 * self.done / self.total) if self.total else 0
 
 
-def annotator_progress(*, round_id: int, annotator: Any) -> Progress:
-    """The annotator's submitted items of a round, over those they were given (skips and
-    timeouts not counted). One statement (studies/sql.py): it is on every annotate page."""
-    done, total = sql.annotator_round_counts(round_id, getattr(annotator, "pk", annotator))
-    return Progress(done=done, total=total)
+@dataclass(frozen=True)
+class Share:
+    """An annotator's part of a round: what they submitted, over what the round needs of each
+    of the study's annotators (its items' quotas spread evenly over them, at most one per item;
+    every item in a calibration round). The pool is first come, first served: a fast annotator
+    may do more than their share, a slow one less."""
+
+    done: int
+    expected: int
+
+    @property
+    def left(self) -> int:
+        return max(0, self.expected - self.done)
+
+    @property
+    def percent(self) -> int:
+        return min(100, int(100 * self.done / self.expected)) if self.expected else 0
+
+
+def annotator_share(*, round_id: int, annotator: Any, max_age: int = 0) -> Share:
+    """The annotator's Share of a round. Their own count is exact (one statement); the round's
+    size (items, quotas, annotators: a scan of the round's items) may be up to `max_age`
+    seconds old from the cache, as on the annotate page."""
+    done, _ = sql.annotator_round_counts(round_id, getattr(annotator, "pk", annotator))
+    items, needed, annotators = _round_size(round_id, max_age)
+    expected = min(items, -(-needed // annotators)) if annotators else 0
+    return Share(done=done, expected=expected)
+
+
+def _round_size(round_id: int, max_age: int) -> tuple[int, int, int]:
+    """(items, annotations needed, annotators of the study) of a round."""
+    key = f"studies:round-size:{round_id}"
+    if max_age > 0 and (cached := cache.get(key)) is not None:
+        return cast(tuple[int, int, int], cached)
+    counts = Item.objects.filter(round_id=round_id).aggregate(
+        items=Count("pk"), needed=Sum("quota")
+    )
+    annotators = Membership.objects.filter(
+        study__rounds=round_id, role=Membership.Role.ANNOTATOR
+    ).count()
+    size = (counts["items"] or 0, counts["needed"] or 0, annotators)
+    if max_age > 0:
+        cache.set(key, size, max_age)
+    return size
 
 
 def round_progress(*, round_id: int, max_age: int = 0) -> Progress:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -25,13 +26,14 @@ from ..access import membership_or_404, own_assignment_or_404
 from ..codebook import CodebookSchema, codebook_schema
 from ..errors import LabelErrors, StudyError
 from ..forms import SkipForm
-from ..models import Annotation, Assignment, Membership
-from ..services.progress import annotator_progress, round_progress
+from ..models import Annotation, AnnotationLabel, Assignment, Membership
+from ..services.progress import annotator_share
 from .facets import facets_html
 
-# The round's figure on the annotate page may be this many seconds old (the annotator's own is
-# exact): summing a large round on every page view costs more than the rest of the page.
-ROUND_PROGRESS_MAX_AGE = 5
+# The round's size behind the annotator's share on the annotate page may be this many seconds
+# old (their own count is exact): summing a large round on every page view costs more than the
+# rest of the page. The page shows no figure of the round itself: an annotator sees their own.
+ROUND_SIZE_MAX_AGE = 30
 
 
 @lru_cache(maxsize=1)
@@ -59,9 +61,8 @@ def annotate(request: HttpRequest, assignment_id: int) -> HttpResponse:
         issue=assignment.item.issue,
         body_html=markdown_html(assignment.item.issue.body),
         comments=[(c, markdown_html(c.body)) for c in comments],
-        my_progress=annotator_progress(round_id=assignment.item.round_id, annotator=request.user),
-        round_progress=round_progress(
-            round_id=assignment.item.round_id, max_age=ROUND_PROGRESS_MAX_AGE
+        my_share=annotator_share(
+            round_id=assignment.item.round_id, annotator=request.user, max_age=ROUND_SIZE_MAX_AGE
         ),
         skip_fields=skip_fields(),
         **_guidelines(assignment),
@@ -225,15 +226,41 @@ def propose(request: HttpRequest, assignment_id: int) -> HttpResponse:
     return render(request, "studies/annotate.html#proposal-result", context)
 
 
+MY_ITEMS_PER_PAGE = 100
+
+
 def my_items(request: HttpRequest, study_id: int) -> HttpResponse:
-    """The annotator's own assignments, with "changed since labeled" where the issue changed
-    after they submitted."""
+    """The annotator's own assignments, newest first, each with their own labels (a draft's
+    too), "changed since labeled" where the issue changed after they submitted, and their share
+    of each round."""
     membership = membership_or_404(request, study_id, {Membership.Role.ANNOTATOR})
+    study = membership.study
     assignments = (
-        Assignment.objects.filter(item__study=membership.study, annotator_id=request.user.pk)
+        Assignment.objects.filter(item__study=study, annotator_id=request.user.pk)
         .select_related("item__issue__repository", "item__round", "annotation")
         .order_by("-assigned_at", "-pk")
     )
-    return render(
-        request, "studies/my_items.html", {"study": membership.study, "assignments": assignments}
+    page = Paginator(assignments, MY_ITEMS_PER_PAGE).get_page(request.GET.get("page"))
+    labels = _labels_of([a.pk for a in page.object_list])
+    rows = [(a, labels.get(a.pk, [])) for a in page.object_list]
+    shares = [
+        (r, annotator_share(round_id=r.pk, annotator=request.user)) for r in study.rounds.all()
+    ]
+    context = {"study": study, "page": page, "rows": rows, "shares": shares}
+    return render(request, "studies/my_items.html", context)
+
+
+def _labels_of(assignment_ids: list[int]) -> dict[int, list[tuple[str, list[str]]]]:
+    """(facet name, category names) in the codebook's order, by assignment: one query."""
+    rows = (
+        AnnotationLabel.objects.filter(annotation__assignment_id__in=assignment_ids)
+        .order_by("annotation_id", "facet__order", "facet_id", "category__order", "category_id")
+        .values_list("annotation__assignment_id", "facet__name", "category__name")
     )
+    out: dict[int, list[tuple[str, list[str]]]] = {}
+    for assignment, facet, category in rows:
+        facets = out.setdefault(assignment, [])
+        if not facets or facets[-1][0] != facet:
+            facets.append((facet, []))
+        facets[-1][1].append(category)
+    return out

@@ -29,7 +29,7 @@ from ..forms import (
     StudyForm,
 )
 from ..models import Assignment, Invitation, Membership, Round, Selection, Study
-from ..services.progress import annotator_progress, round_progress
+from ..services.progress import annotator_share, round_progress
 
 Role = Membership.Role
 Status = Assignment.Status
@@ -64,7 +64,7 @@ def study_detail(request: HttpRequest, study_id: int) -> HttpResponse:
         "membership": membership,
         "study": study,
         "guidelines_html": markdown_html(study.guidelines),
-        "rounds": [(r, round_progress(round_id=r.pk), _mine(membership, r)) for r in rounds],
+        "rounds": [(r, _all(membership, r), _mine(membership, r)) for r in rounds],
         "selections": Selection.objects.filter(study=study).select_related("round"),
         "members": study.memberships.select_related("user") if membership.is_owner else (),
         "invitations": (
@@ -76,10 +76,15 @@ def study_detail(request: HttpRequest, study_id: int) -> HttpResponse:
     return render(request, "studies/study_detail.html", context)
 
 
+def _all(membership: Membership, round: Round) -> object:
+    """The round's exact figures, for those who see every label (an annotator sees their own)."""
+    return round_progress(round_id=round.pk) if membership.sees_all_labels else None
+
+
 def _mine(membership: Membership, round: Round) -> object:
     if membership.role != Role.ANNOTATOR:
         return None
-    return annotator_progress(round_id=round.pk, annotator=membership.user)
+    return annotator_share(round_id=round.pk, annotator=membership.user)
 
 
 @require_http_methods(["GET", "POST"])
