@@ -65,7 +65,8 @@ def make_lab(annotators: int = 1, k: int = 1) -> Lab:
     repository = Repository.objects.get(name="ColossalAI")
     filters = {"repository": repository.pk}
     select_issues(study=study, round=study.rounds.get(), filters=filters, seed=2512, user=owner)
-    return Lab(study=study, owner=owner, annotator=people[0], adjudicator=adjudicator)
+    annotator = people[0] if people else None
+    return Lab(study=study, owner=owner, annotator=annotator, adjudicator=adjudicator)
 
 
 def open_labeling(browser: Any, url: str, lab: Lab, size: tuple[int, int]) -> tuple[Any, Any]:

@@ -33,6 +33,7 @@ from ..services.progress import annotator_share, round_progress
 
 Role = Membership.Role
 Status = Assignment.Status
+INVITE_IDS = "invite-%s"  # the members page also holds the add-member form, with its own "role"
 
 
 def study_list(request: HttpRequest) -> HttpResponse:
@@ -125,7 +126,7 @@ def _members_context(study: Study, invite_form: InviteForm | None = None) -> dic
     return {
         "study": study,
         "form": MemberForm(),
-        "invite_form": invite_form or InviteForm(),
+        "invite_form": invite_form or InviteForm(auto_id=INVITE_IDS),
         "role_choices": Role.choices,
         "members": study.memberships.select_related("user"),
         "invitations": Invitation.objects.filter(study=study).live().order_by("-created_at"),
@@ -147,7 +148,7 @@ def _add_member(study: Study, data: dict[str, object]) -> tuple[str, str] | None
 @require_POST
 def invite(request: HttpRequest, study_id: int) -> HttpResponse:
     study = membership_or_404(request, study_id, MANAGERS).study
-    form = InviteForm(request.POST)
+    form = InviteForm(request.POST, auto_id=INVITE_IDS)
     if form.is_valid():
         try:
             services.create_invitation(study=study, user=request.user, **form.cleaned_data)
