@@ -46,6 +46,9 @@ class ItemAgreement(models.Model):
     item = models.OneToOneField(Item, on_delete=models.CASCADE, related_name="agreement")
     value = models.FloatField()
     disagreeing_facets = models.ManyToManyField(Facet, blank=True, related_name="+")
+    # Keys of the facets some annotator marked unsure, in the codebook's order: why an item
+    # the annotators agree on waits in the queue (Study.route_unsure_to_adjudication).
+    unsure_facets = models.JSONField(default=list, blank=True)
     computed_at = models.DateTimeField(auto_now=True)
 
     objects = ItemAgreementQuerySet.as_manager()

@@ -34,6 +34,14 @@ class Study(models.Model):
         default=2, help_text="annotators per item (k)", verbose_name="overlap k"
     )
     guidelines = models.TextField(blank=True, help_text="Markdown, shown beside every item")
+    # Read by the adjudication app's decision rules (adjudication/sql.py lock_item): with it,
+    # an item some annotator marked unsure on a facet waits for a person even when unanimous.
+    route_unsure_to_adjudication = models.BooleanField(
+        default=True,
+        verbose_name="send unsure labels to adjudication",
+        help_text="An item where an annotator marked a facet unsure goes to the disagreement "
+        "queue even when every annotator chose the same labels (also by majority).",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -395,6 +403,10 @@ class AnnotationLabel(models.Model):
             models.UniqueConstraint(fields=["annotation", "category"], name="label_unique"),
         ]
         indexes = [models.Index(fields=["category"], name="label_category")]
+    # The keys of the facets the annotator marked unsure (chosen or not), in the codebook's
+    # order. A list on the row rather than a table of its own: a backup made before it restores
+    # with the default (annotator/backup/schema.py), where a new table would be refused.
+    unsure = models.JSONField(default=list, blank=True)
 
     def __str__(self) -> str:
         return f"label {self.category_id} on {self.annotation_id}"
