@@ -377,6 +377,10 @@ class Annotation(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
     seconds_spent = models.PositiveIntegerField(default=0)
     notes = models.TextField(blank=True)
+    # The keys of the facets the annotator marked unsure (chosen or not), in the codebook's
+    # order. A list on the row rather than a table of its own: a backup made before it restores
+    # with the default (annotator/backup/schema.py), where a new table would be refused.
+    unsure = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
@@ -403,10 +407,6 @@ class AnnotationLabel(models.Model):
             models.UniqueConstraint(fields=["annotation", "category"], name="label_unique"),
         ]
         indexes = [models.Index(fields=["category"], name="label_category")]
-    # The keys of the facets the annotator marked unsure (chosen or not), in the codebook's
-    # order. A list on the row rather than a table of its own: a backup made before it restores
-    # with the default (annotator/backup/schema.py), where a new table would be refused.
-    unsure = models.JSONField(default=list, blank=True)
 
     def __str__(self) -> str:
         return f"label {self.category_id} on {self.annotation_id}"
