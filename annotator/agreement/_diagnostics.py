@@ -8,14 +8,14 @@ pair or which annotator pulls agreement down, and how prevalent each category is
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ._distance import ancestor_path
 from ._result import AgreementResult, _jsonable
-from ._table import MISSING, Pairable, encode, pairable
+from ._table import MISSING, Pairable, RatingTable, encode, pairable
 
 Categories = Iterable[Hashable] | None
 
@@ -28,6 +28,7 @@ class LabelledMatrix:
     labels: list[Any]
     cells: list[list[Any]]
     note: str = ""
+    pairs: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return _jsonable(asdict(self))  # type: ignore[no-any-return]
@@ -65,9 +66,39 @@ def hierarchy_alpha(
     """
     from .stats import krippendorff_alpha
 
+    return [
+        (d, krippendorff_alpha(level))
+        for d, level, _ in hierarchy_levels(table, parent, categories)
+    ]
+
+
+def hierarchy_ac1(
+    table: Any, *, parent: Mapping[Hashable, Hashable | None], categories: Categories = None
+) -> list[tuple[int, AgreementResult]]:
+    """Gwet's AC1 at each depth, q the categories of that level (`hierarchy_q`)."""
+    from .stats import gwet_ac1
+
+    coded = encode(table, categories)
+    out = []
+    for d, level, leaves in hierarchy_levels(coded, parent):
+        # Label sets: q is the distinct (projected) sets compared, as for the whole facet.
+        q = hierarchy_q(level, () if coded.multilabel else leaves)
+        out.append((d, gwet_ac1(level, q=q)))
+    return out
+
+
+def hierarchy_levels(
+    table: Any, parent: Mapping[Hashable, Hashable | None], categories: Categories = None
+) -> list[tuple[int, RatingTable, set[Hashable]]]:
+    """[(depth, the table projected to that depth, the leaves projected to it)], roots first.
+
+    The projected leaves are the categories of that level: a rating at depth d names one of
+    them unless a rater stopped at a coarser node.
+    """
     coded = encode(table, categories)
     paths = {label: ancestor_path(parent, label) for label in coded.labels}
     depth = max((len(p) for p in paths.values()), default=1)
+    leaves = hierarchy_leaves(coded.labels, parent)
     levels = []
     for d in range(depth):
         up = {label: path[min(d, len(path) - 1)] for label, path in paths.items()}
@@ -77,8 +108,34 @@ def hierarchy_alpha(
         index = {v: i for i, v in enumerate(target)}
         remap = np.array([index[v] for v in projected], dtype=np.int64)
         codes = np.where(coded.codes >= 0, remap[np.maximum(coded.codes, 0)], MISSING)
-        levels.append((d, krippendorff_alpha(coded.with_codes(codes, target))))
+        # Projected label sets are compared as whole values (exact-set nominal), as before.
+        level = coded.with_codes(codes, target)
+        levels.append((d, level, {up[leaf] for leaf in leaves}))
     return levels
+
+
+def hierarchy_leaves(
+    labels: Iterable[Hashable], parent: Mapping[Hashable, Hashable | None]
+) -> list[Hashable]:
+    """The labels no other label names as its parent."""
+    labels = list(labels)
+    inner = {parent.get(label) for label in labels}
+    return [label for label in labels if label not in inner]
+
+
+def hierarchy_q(table: Any, leaves: Iterable[Hashable], *, categories: Categories = None) -> int:
+    """AC1's q on a hierarchical single-label facet: the categories of the level compared
+    (`leaves`: the leaves, or their ancestors at a coarser level) and any other value actually
+    given among the pairable ratings (a group chosen where the codebook allows it).
+
+    Inner nodes a rater cannot choose at that level are not categories of the rating scale
+    Gwet's q counts (Gwet 2014 §2.2: "the number of categories in the scale"); counting them
+    adds to q − 1 and lowers p_e, lifting AC1 for nothing the raters could have said.
+    """
+    coded = encode(table, categories)
+    pair = pairable(coded)
+    used = {coded.values[int(c)] for c in np.unique(pair.values[pair.values >= 0])}
+    return len(set(leaves) | used)
 
 
 def _project_sets(up: Mapping[Hashable, Hashable]) -> Any:
@@ -93,19 +150,47 @@ def pairwise_cohen(
     raters: list[Hashable] | None = None,
 ) -> LabelledMatrix:
     """Cohen's κ for every pair of identifiable raters (columns); None on the diagonal and
-    where a pair shares fewer than 2 units or κ is undefined."""
+    where a pair shares fewer than 2 units or κ is undefined.
+
+    `pairs` holds one entry per pair i < j (with at least one unit in common): the rater
+    indexes and names, n (units both rated), p_o and p_e, κ, its jackknife SE and 95% CI, and
+    why κ is undefined when it is.
+    """
     from .stats import cohen_kappa
 
     coded = encode(table, categories, raters)
+    names = list(raters) if raters is not None else list(coded.raters)
     k = coded.n_raters
     cells: list[list[Any]] = [[None] * k for _ in range(k)]
+    pairs = []
     for i in range(k):
         for j in range(i + 1, k):
             sub = coded.columns([i, j])
-            if int(((sub.codes >= 0).all(axis=1)).sum()) >= 2:
-                value = cohen_kappa(sub, weights=weights).value
-                cells[i][j] = cells[j][i] = value
-    return LabelledMatrix("pairwise_cohen_kappa", list(coded.raters), cells)
+            n = int(((sub.codes >= 0).all(axis=1)).sum())
+            if n == 0:
+                continue
+            result = cohen_kappa(sub, weights=weights)
+            if n >= 2:
+                cells[i][j] = cells[j][i] = result.value
+            pairs.append(_pair_entry(i, j, names, n, result))
+    return LabelledMatrix("pairwise_cohen_kappa", _jsonable(names), cells, pairs=pairs)
+
+
+def _pair_entry(
+    i: int, j: int, names: list[Hashable], n: int, result: AgreementResult
+) -> dict[str, Any]:
+    return {
+        "i": i,
+        "j": j,
+        "raters": _jsonable([names[i], names[j]]),
+        "n": n,
+        "p_o": result.p_o,
+        "p_e": result.p_e,
+        "kappa": result.value,
+        "se": result.se,
+        "ci": _jsonable(result.ci),
+        "undefined_reason": result.undefined_reason,
+    }
 
 
 def rater_vs_others(

@@ -18,5 +18,13 @@ class AgreementSettingsAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 @admin.register(CalibrationPass)
 class CalibrationPassAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    list_display = ["round", "run", "threshold", "lowest_alpha", "passed_by", "passed_at"]
-    readonly_fields = ["run", "threshold", "lowest_alpha", "passed_by"]
+    list_display = [
+        "round",
+        "run",
+        "threshold",
+        "lowest_alpha",
+        "lowest_ci_low",
+        "passed_by",
+        "passed_at",
+    ]
+    readonly_fields = ["run", "threshold", "lowest_alpha", "lowest_ci_low", "passed_by"]

@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001, RUF003 -- α and κ in help texts.
 """REST API for agreement: start a run, read a run (status, progress, result), list a
 study's runs, read/set the calibration threshold and mark a round passed. Owners and
 adjudicators only (threshold and pass: owners write); anyone else gets 404 (as the studies API
@@ -8,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import Http404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
@@ -22,11 +23,13 @@ from annotator.studies.models import Membership, Round
 from .models import AgreementRun, CalibrationPass
 from .services import (
     AgreementError,
+    calibration_verdict,
     mark_calibration_passed,
     set_threshold,
     start_agreement_run,
     study_threshold,
 )
+from .threshold import Judgement, Verdict
 
 
 def _membership(request: Request, study_id: int) -> Membership:
@@ -42,8 +45,41 @@ class RunInput(serializers.Serializer[None]):
     )
 
 
+class JudgementOutput(serializers.Serializer[Judgement]):
+    facet = serializers.CharField()
+    value = serializers.FloatField(allow_null=True, help_text="the headline coefficient")
+    low = serializers.FloatField(allow_null=True, help_text="lower bound of its 95% CI")
+    high = serializers.FloatField(allow_null=True, help_text="upper bound of its 95% CI")
+    meets = serializers.BooleanField(
+        allow_null=True, help_text="lower bound ≥ threshold; null: undefined, not judged"
+    )
+    text = serializers.CharField(help_text='e.g. "meets α ≥ 0.8: lower bound 0.81 of the 95% CI"')
+
+
+class VerdictOutput(serializers.Serializer[Verdict]):
+    threshold = serializers.FloatField()
+    rule = serializers.CharField()
+    passes = serializers.BooleanField(help_text="whether the round can pass calibration")
+    reason = serializers.CharField()
+    lowest_low = serializers.FloatField(allow_null=True)
+    facets = JudgementOutput(many=True, source="judgements")
+
+
+RESULT_HELP = (
+    "The stored result: `schema` (2), `conventions` (population, missing ratings, AC1's q for "
+    "single, multi-choice and hierarchical facets, headline, interval method, bootstrap, pairwise "
+    "κ, threshold rule; absent from schema-1 results), `raters` and per facet `coefficients` "
+    "(value, se, ci, p_o, p_e, q, extra.q_rule, n_pairable_units, ...), `design`, "
+    "`per_category`, `levels` (α and AC1 per hierarchy level), `pairwise_cohen` (`cells`: the "
+    "κ matrix; `pairs`: per annotator pair n, p_o, p_e, kappa, se, ci) and `confusion`."
+)
+
+
 class RunOutput(serializers.ModelSerializer[AgreementRun]):
     round = serializers.IntegerField(source="round.number", allow_null=True, default=None)
+    calibration = serializers.SerializerMethodField(
+        help_text="each facet judged against the study's threshold on its 95% CI's lower bound"
+    )
 
     class Meta:
         model = AgreementRun
@@ -62,12 +98,22 @@ class RunOutput(serializers.ModelSerializer[AgreementRun]):
             "finished_at",
             "inputs",
             "result",
+            "calibration",
         ]
+        extra_kwargs = {"result": {"help_text": RESULT_HELP}}
+
+    @extend_schema_field(VerdictOutput(allow_null=True))
+    def get_calibration(self, run: AgreementRun) -> dict[str, Any] | None:
+        if not run.result:
+            return None
+        return dict(VerdictOutput(calibration_verdict(run)).data)
 
 
 class RunSummaryOutput(RunOutput):
+    calibration = None  # type: ignore[assignment]
+
     class Meta(RunOutput.Meta):
-        fields = [f for f in RunOutput.Meta.fields if f not in {"inputs", "result"}]
+        fields = [f for f in RunOutput.Meta.fields if f not in {"inputs", "result", "calibration"}]
 
 
 class RunListCreateApi(APIView):
@@ -164,7 +210,7 @@ class CalibrationPassOutput(serializers.ModelSerializer[CalibrationPass]):
 
     class Meta:
         model = CalibrationPass
-        fields = ["round", "run", "threshold", "lowest_alpha", "passed_at"]
+        fields = ["round", "run", "threshold", "lowest_alpha", "lowest_ci_low", "passed_at"]
 
 
 class CalibrationPassConflict(serializers.Serializer[dict[str, str]]):

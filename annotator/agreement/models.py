@@ -129,15 +129,24 @@ class AgreementRun(Job):
 
 
 class CalibrationPass(models.Model):
-    """A round marked "passed calibration": its run met the study's threshold on every facet.
+    """A round marked "passed calibration": its run met the study's threshold on every facet,
+    judged on the lower bound of each facet's 95% interval (`threshold.calibration_verdict`).
 
-    The database refuses a pass whose lowest α is below the threshold recorded with it.
+    The database refuses a pass whose lowest α, or whose lowest lower bound, is below the
+    threshold recorded with it. Passes recorded before the lower bound was the rule have no
+    `lowest_ci_low` (they were judged on the point estimate).
     """
 
     round = models.OneToOneField(Round, on_delete=models.CASCADE, related_name="calibration_pass")
     run = models.ForeignKey(AgreementRun, on_delete=models.PROTECT, related_name="+")
     threshold = models.FloatField()
     lowest_alpha = models.FloatField(help_text="the lowest facet α of the run")
+    lowest_ci_low = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="the lowest lower bound of the facets' 95% intervals, the figure judged; "
+        "empty on passes judged on the point estimate",
+    )
     passed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -147,7 +156,11 @@ class CalibrationPass(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=Q(lowest_alpha__gte=F("threshold")), name="calibration_meets_threshold"
-            )
+            ),
+            models.CheckConstraint(
+                condition=Q(lowest_ci_low__isnull=True) | Q(lowest_ci_low__gte=F("threshold")),
+                name="calibration_lower_bound_meets_threshold",
+            ),
         ]
 
     def __str__(self) -> str:

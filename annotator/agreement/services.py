@@ -29,10 +29,13 @@ from annotator.studies.models import Annotation, Item, Round, Study
 from .labels import CONVENTIONS, LabelTable, load_label_table
 from .models import DEFAULT_THRESHOLD, AgreementRun, AgreementSettings, CalibrationPass
 from .sql import completed_round
-from .summary import PER_CATEGORY_JACKKNIFE_LIMIT, facet_summary
+from .summary import PER_CATEGORY_JACKKNIFE_LIMIT, conventions, facet_summary
+from .threshold import Verdict
+from .threshold import calibration_verdict as verdict_of
 
 __all__ = [
     "AgreementError",
+    "calibration_verdict",
     "compute_result",
     "fail_lost_runs",
     "load_label_table",
@@ -46,7 +49,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 Status = AgreementRun.Status
-RESULT_SCHEMA = 1
+# 2: results carry `conventions`, AC1's q by facet kind, pairwise κ with n, p_o and CI.
+RESULT_SCHEMA = 2
 
 
 class AgreementError(Exception):
@@ -146,6 +150,7 @@ def compute_result(
         "round": run.round.number if run.round_id and run.round else None,
         "codebook_version": run.codebook_version_id,
         "raters": table.raters,
+        "conventions": conventions(),
         "facets": facets,
     }
     return result, _inputs(run, table, loaded - started, time.perf_counter() - loaded)
@@ -283,33 +288,35 @@ def set_threshold(*, study: Study, threshold: float) -> AgreementSettings:
     return row
 
 
-def lowest_alpha(run: AgreementRun) -> tuple[float | None, list[str]]:
-    """The lowest headline α over the run's facets, and the facets whose α is undefined."""
-    values, undefined = [], []
-    for facet in (run.result or {}).get("facets", []):
-        value = facet["coefficients"][facet["headline"]]["value"]
-        if value is None:
-            undefined.append(facet["key"])
-        else:
-            values.append(value)
-    return (min(values) if values else None), undefined
+def calibration_verdict(run: AgreementRun, threshold: float | None = None) -> Verdict:
+    """Every facet of the run judged on the lower bound of its headline's 95% interval
+    (`threshold.calibration_verdict`), against the study's threshold unless one is given."""
+    if threshold is None:
+        threshold = study_threshold(run.study)
+    return verdict_of((run.result or {}).get("facets", []), threshold)
 
 
 @transaction.atomic
 def mark_calibration_passed(*, run: AgreementRun, user: Any = None) -> CalibrationPass:
-    """Record that the run's round passed calibration: every facet with a defined α reached the
-    study's threshold (at least one did). Facets whose α is undefined are named in the refusal
-    only when no facet is defined."""
+    """Record that the run's round passed calibration: for every facet with a defined headline
+    (at least one), the lower bound of its 95% interval reached the study's threshold — not
+    only the point estimate (threshold.py says why). Facets whose headline is undefined are not
+    judged; they are named in the refusal only when no facet is defined."""
     if run.round is None or run.status != Status.SUCCEEDED:
         raise AgreementError("only a finished run of one round can pass calibration")
     threshold = study_threshold(run.study)
-    lowest, undefined = lowest_alpha(run)
-    if lowest is None:
-        raise AgreementError(f"α is undefined for every facet ({', '.join(undefined)})")
-    if lowest < threshold:
-        raise AgreementError(f"the lowest facet α is {lowest:.3f}, below the threshold {threshold}")
+    verdict = calibration_verdict(run, threshold)
+    if not verdict.passes:
+        raise AgreementError(verdict.reason)
+    assert verdict.lowest_value is not None and verdict.lowest_low is not None
     passed, _ = CalibrationPass.objects.update_or_create(
         round=run.round,
-        defaults={"run": run, "threshold": threshold, "lowest_alpha": lowest, "passed_by": user},
+        defaults={
+            "run": run,
+            "threshold": threshold,
+            "lowest_alpha": verdict.lowest_value,
+            "lowest_ci_low": verdict.lowest_low,
+            "passed_by": user,
+        },
     )
     return passed

@@ -37,7 +37,10 @@ from ._diagnostics import (
     category_prevalence,
     coincidence_matrix,
     confusion_matrix,
+    hierarchy_ac1,
     hierarchy_alpha,
+    hierarchy_leaves,
+    hierarchy_q,
     pairwise_cohen,
     per_category_alpha,
     rater_vs_others,
@@ -71,7 +74,10 @@ __all__ = [
     "encode_table",
     "fleiss_kappa",
     "gwet_ac1",
+    "hierarchy_ac1",
     "hierarchy_alpha",
+    "hierarchy_leaves",
+    "hierarchy_q",
     "jaccard_distance",
     "krippendorff_alpha",
     "masi_distance",
@@ -127,15 +133,27 @@ def fleiss_kappa(
 
 
 def gwet_ac1(
-    table: Any, *, categories: Categories = None, bootstrap: int = 0, seed: int | None = None
+    table: Any,
+    *,
+    categories: Categories = None,
+    q: int | None = None,
+    bootstrap: int = 0,
+    seed: int | None = None,
 ) -> AgreementResult:
     """Gwet's AC1 = (p_a − p_e) / (1 − p_e), p_e = Σ_k π_k (1 − π_k) / (q − 1).
 
-    q is the number of DECLARED categories (pass `categories=`; else the observed count).
+    q, the number of categories a rating can take (the result's `q` and `extra["q_rule"]`):
+    - a single-label facet: the DECLARED categories (`categories=`; else the observed count);
+    - a multi-label facet: the distinct label SETS among the pairable ratings — the values
+      compared, since π_k runs over sets; the declared labels count something else and the
+      2^K possible sets are mostly never chosen (irrCAC, given set-valued ratings as strings,
+      takes the distinct values observed);
+    - `q=` overrides both (a hierarchy's leaves: `hierarchy_q`); it may not be below the
+      number of distinct values observed.
     Gwet (2008) "Computing inter-rater reliability and its variance in the presence of high
     agreement", Br. J. Math. Stat. Psychol. 61(1); SE per Gwet (2014) §5.3 (irrCAC `gwet`).
     """
-    return _multi_rater("gwet_ac1", "ac1", table, categories, bootstrap, seed)
+    return _multi_rater("gwet_ac1", "ac1", table, categories, bootstrap, seed, q)
 
 
 def scott_pi(
@@ -241,14 +259,23 @@ def _prepare(table: Any, categories: Categories) -> tuple[RatingTable, Pairable]
 
 
 def _multi_rater(
-    name: str, kind: str, table: Any, categories: Categories, bootstrap: int, seed: int | None
+    name: str,
+    kind: str,
+    table: Any,
+    categories: Categories,
+    bootstrap: int,
+    seed: int | None,
+    q: int | None = None,
 ) -> AgreementResult:
     coded, pair = _prepare(table, categories)
-    model = MultiRaterModel(pair, len(coded.values), coded.q, kind)
+    q_used, rule = _ac1_q(coded, pair, q) if kind == "ac1" else (coded.q, None)
+    model = MultiRaterModel(pair, len(coded.values), q_used, kind)
     reason = _too_few(pair) or _no_variation(coded, pair)
-    if reason is None and kind == "ac1" and coded.q < 2:
-        reason = "AC1 needs at least 2 declared categories"
+    if reason is None and kind == "ac1" and q_used < 2:
+        reason = "AC1 needs at least 2 categories"
     result = _result(name, coded, pair, model, reason, bootstrap, seed)
+    if rule is not None:
+        result = _replace(result, q=q_used, extra={**result.extra, "q_rule": rule})
     if reason is None and kind != "percent":
         se = model.gwet_se()
         assert result.value is not None
@@ -297,6 +324,18 @@ def _result(
         undefined_reason=reason,
         bootstrap=boot,
     )
+
+
+def _ac1_q(coded: RatingTable, pair: Pairable, q: int | None) -> tuple[int, str]:
+    """AC1's q and the rule that chose it (see `gwet_ac1`)."""
+    observed = _observed(pair)
+    if q is not None:
+        if q < observed:
+            raise ValueError(f"q={q} is below the {observed} distinct values observed")
+        return q, "given"
+    if coded.multilabel:
+        return observed, "distinct label sets among the pairable ratings"
+    return coded.q, "declared categories" if coded.declared else "observed categories"
 
 
 def _observed(pair: Pairable) -> int:

@@ -1,4 +1,4 @@
-# ruff: noqa: RUF002, RUF003 -- formulas are written in their own notation (α, κ).
+# ruff: noqa: RUF001, RUF002, RUF003 -- formulas are written in their own notation (α, κ, −).
 """What a run stores for one facet, from its units × raters table (pure; no Django).
 
 Every number comes from `stats.py`; this module only chooses which coefficients and diagnostics
@@ -7,19 +7,54 @@ the report shows and shapes them as JSON.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from . import stats
 from .stats import RatingTable
+from .threshold import RULE as THRESHOLD_RULE
 
 COEFFICIENTS = ("krippendorff_alpha", "fleiss_kappa", "gwet_ac1", "percent_agreement")
 # Above this many pairable units × categories, the per-category table skips its jackknife
 # (stats.per_category_alpha costs ~50 ms per category at 100,000 units) and derives each
 # binary α from one coincidence matrix instead; the values are the same.
 PER_CATEGORY_JACKKNIFE_LIMIT = 200_000
+
+HIERARCHY_Q_RULE = (
+    "the leaves of the hierarchy (the categories at the level compared; at a coarser level, "
+    "the leaves' ancestors there), plus any group actually given among the pairable ratings"
+)
+AC1_Q = {
+    "single": "the codebook version's declared categories of the facet",
+    "multi": "the distinct label sets among the pairable ratings (the values compared)",
+    "hierarchy": HIERARCHY_Q_RULE,
+}
+HEADLINE = "Krippendorff's α, nominal; for a multi-choice facet, α with the MASI distance"
+INTERVAL = (
+    "delete-one-unit jackknife over pairable units: SE² = (n − 1)/n · Σ (θ₍ᵤ₎ − θ̄)², "
+    "95% interval θ ± 1.96 SE with the upper end capped at 1"
+)
+PAIRWISE = (
+    "Cohen's κ for each pair of annotators on the units both labelled, stored with n, p_o, "
+    "p_e, the jackknife SE and 95% interval"
+)
+LEGACY_CONVENTIONS: dict[str, Any] = {
+    "population": stats.POPULATION_RULE,
+    "missing": "a facet an annotator left empty is a missing rating, not an empty set",
+    "ac1_q": {
+        "single": "the codebook version's declared categories of the facet",
+        "multi": "the declared categories of the facet (not the label sets compared)",
+        "hierarchy": "every declared category of the facet, groups included",
+    },
+    "headline": HEADLINE,
+    "interval": INTERVAL,
+    "bootstrap": None,
+    "pairwise_cohen": "Cohen's κ for each pair of annotators (value only; no n, p_o or CI)",
+    "threshold": THRESHOLD_RULE,
+    "recorded": False,
+}
 
 
 def facet_summary(
@@ -34,6 +69,9 @@ def facet_summary(
 ) -> dict[str, Any]:
     """The stored result of one facet: coefficients, design facts and diagnostics."""
     coefficients = {name: getattr(stats, name)(table) for name in COEFFICIENTS}
+    if parent and not table.multilabel:
+        leaves = stats.hierarchy_leaves(table.labels, parent)
+        coefficients["gwet_ac1"] = stats.gwet_ac1(table, q=stats.hierarchy_q(table, leaves))
     headline = "krippendorff_alpha"
     if table.multilabel:
         coefficients["krippendorff_alpha_masi"] = stats.krippendorff_alpha(table, distance="masi")
@@ -47,12 +85,22 @@ def facet_summary(
         "headline": headline,
         "categories": [dict(c) for c in categories],
         "design": _design(alpha, table),
-        "coefficients": {k: v.to_dict() for k, v in coefficients.items()},
+        "coefficients": _coefficient_dicts(coefficients, hierarchical=bool(parent)),
         "per_category": per_category(table),
         "levels": _levels(table, parent),
         "pairwise_cohen": _pairwise(table, rater_names),
         "confusion": stats.confusion_matrix(table).to_dict(),
     }
+
+
+def _coefficient_dicts(
+    coefficients: Mapping[str, stats.AgreementResult], *, hierarchical: bool
+) -> dict[str, Any]:
+    out = {k: v.to_dict() for k, v in coefficients.items()}
+    ac1 = out["gwet_ac1"]
+    if hierarchical and ac1["extra"].get("q_rule") == "given":
+        ac1["extra"]["q_rule"] = HIERARCHY_Q_RULE
+    return out
 
 
 def _design(alpha: stats.AgreementResult, table: RatingTable) -> dict[str, Any]:
@@ -114,10 +162,41 @@ def _levels(table: RatingTable, parent: Mapping[Any, Any] | None) -> list[dict[s
     if not parent:
         return []
     levels = stats.hierarchy_alpha(table, parent=parent)
-    return [{"depth": depth, **result.to_dict()} for depth, result in levels]
+    ac1 = dict(stats.hierarchy_ac1(table, parent=parent))
+    out = []
+    for depth, result in levels:
+        level_ac1 = ac1[depth].to_dict()
+        if not table.multilabel:
+            level_ac1["extra"]["q_rule"] = HIERARCHY_Q_RULE
+        out.append({"depth": depth, **result.to_dict(), "gwet_ac1": level_ac1})
+    return out
 
 
 def _pairwise(table: RatingTable, rater_names: Sequence[str]) -> dict[str, Any]:
-    matrix = stats.pairwise_cohen(table).to_dict()
-    matrix["labels"] = list(rater_names)
-    return matrix
+    """Cohen's κ per annotator pair: the matrix (`cells`, for the heatmap) and, per pair, n,
+    p_o, p_e, κ, SE and 95% CI (`pairs`)."""
+    names: list[Hashable] = (
+        list(rater_names) if len(rater_names) == table.n_raters else list(table.raters)
+    )
+    return stats.pairwise_cohen(table, raters=names).to_dict()
+
+
+def conventions() -> dict[str, Any]:
+    """The conventions a result is computed under, stored with it (`result["conventions"]`)."""
+    return {
+        "population": stats.POPULATION_RULE,
+        "missing": "a facet an annotator left empty is a missing rating, not an empty set",
+        "ac1_q": dict(AC1_Q),
+        "headline": HEADLINE,
+        "interval": INTERVAL,
+        "bootstrap": None,
+        "pairwise_cohen": PAIRWISE,
+        "threshold": THRESHOLD_RULE,
+    }
+
+
+def conventions_of(result: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored result's conventions; results stored before they were recorded (schema 1) get
+    the conventions those runs were computed under."""
+    stored = result.get("conventions")
+    return dict(stored) if stored else LEGACY_CONVENTIONS

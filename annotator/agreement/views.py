@@ -23,15 +23,16 @@ from annotator.studies.models import Item, Membership, Round
 from . import stats
 from .labels import load_label_table
 from .models import AgreementRun, CalibrationPass
-from .report import facet_view, label_text, trend_chart
+from .report import facet_view, label_text, method_sentences, trend_chart
 from .services import (
     AgreementError,
-    lowest_alpha,
+    calibration_verdict,
     mark_calibration_passed,
     set_threshold,
     start_agreement_run,
     study_threshold,
 )
+from .summary import conventions_of
 
 
 def study_report(request: HttpRequest, study_id: int) -> HttpResponse:
@@ -73,7 +74,9 @@ def _render_report(
     }
     if run is not None and run.result:
         context["facets"] = [facet_view(f, threshold) for f in run.result["facets"]]
-        context["lowest"], context["undefined"] = lowest_alpha(run)
+        context["verdict"] = calibration_verdict(run, threshold)
+        context["conventions"] = conventions_of(run.result)
+        context["method"] = method_sentences(run.inputs, run.result)
     return render(request, "agreement/report.html", context)
 
 

@@ -16,10 +16,16 @@ FIXES = ["version", "config"]
 
 
 def labelled_world(
-    *, items: int = 12, annotators: int = 3, seed: int = 0, skip_last: int = 0
+    *,
+    items: int = 12,
+    annotators: int = 3,
+    seed: int = 0,
+    skip_last: int = 0,
+    agreement: float = 0.7,
 ) -> World:
     """`items` issues, each labelled by every annotator (k = annotators) through the studies
-    services, with agreement neither perfect nor absent; the last annotator leaves
+    services, with agreement neither perfect nor absent (each label set copies the item's
+    "true" one with probability `agreement`, else is drawn afresh); the last annotator leaves
     `skip_last` items unlabelled."""
     world = make_world(items=items, k=annotators, annotators=annotators)
     rng = random.Random(seed)
@@ -29,7 +35,7 @@ def labelled_world(
         for _ in range(todo):
             assignment = next_assignment(study=world.study, annotator=person)
             assert assignment is not None
-            chosen = truth[assignment.item.issue_id] if rng.random() < 0.7 else _draw(rng)
+            chosen = truth[assignment.item.issue_id] if rng.random() < agreement else _draw(rng)
             submit_annotation(assignment=assignment, user=person, labels=world.labels(**chosen))
     return world
 

@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 from annotator.accounts.services import create_api_token
 from annotator.agreement.models import AgreementRun, AgreementSettings, CalibrationPass
 from annotator.agreement.services import (
-    lowest_alpha,
+    calibration_verdict,
     run_agreement_run,
     set_threshold,
     start_agreement_run,
@@ -104,25 +104,45 @@ def test_unauthenticated_calls_get_401(world):
     assert APIClient().post(pass_url(world)).status_code == 401
 
 
-def test_owner_passes_a_round_only_at_the_threshold(world):
+def test_owner_passes_a_round_only_when_every_lower_bound_reaches_the_threshold():
+    world = labelled_world(items=30, annotators=2, agreement=0.85)
     run = computed(world)
-    lowest, _ = lowest_alpha(run)
-    assert lowest is not None and lowest < 1
+    verdict = calibration_verdict(run, 0.5)
+    low, lowest = verdict.lowest_low, verdict.lowest_value
+    assert low is not None and lowest is not None and 0 < low < lowest < 1
     owner = api(world.owner)
-    owner.put(settings_url(world), {"threshold": 1}, format="json")
+    # between the lowest lower bound and the lowest point estimate: the point estimate would
+    # pass, the interval does not
+    between = round((low + lowest) / 2, 6)
+    owner.put(settings_url(world), {"threshold": between}, format="json")
     refused = owner.post(pass_url(world))
     assert refused.status_code == 409
-    assert "below the threshold 1" in refused.data["detail"] and "round 1" in refused.data["detail"]
+    assert f"lower bound {low:.2f} < {between:g}" in refused.data["detail"]
+    assert "round 1" in refused.data["detail"]
     assert not CalibrationPass.objects.exists()
-    assert lowest > 0  # the seeded labels agree more than chance on every facet
-    low = lowest
     owner.put(settings_url(world), {"threshold": low}, format="json")
     passed = owner.post(pass_url(world))
     assert passed.status_code == 201, passed.data
     assert passed.data["round"] == 1 and passed.data["run"] == run.pk
     assert passed.data["lowest_alpha"] == pytest.approx(lowest)
+    assert passed.data["lowest_ci_low"] == pytest.approx(low)
     stored = CalibrationPass.objects.get(round=world.round)
     assert (stored.run_id, stored.threshold, stored.passed_by) == (run.pk, low, world.owner)
+
+
+def test_the_run_json_carries_conventions_pairs_and_the_judgement(world):
+    run = computed(world)
+    body = api(world.owner).get(f"/api/agreement-runs/{run.pk}/").json()
+    result = body["result"]
+    assert result["schema"] == 2
+    assert "label sets" in result["conventions"]["ac1_q"]["multi"]
+    assert "leaves" in result["conventions"]["ac1_q"]["hierarchy"]
+    pair = result["facets"][0]["pairwise_cohen"]["pairs"][0]
+    assert {"n", "p_o", "p_e", "kappa", "se", "ci", "raters"} <= set(pair)
+    calibration = body["calibration"]
+    assert calibration["threshold"] == 0.8 and "lower bound" in calibration["rule"]
+    assert [f["facet"] for f in calibration["facets"]] == [f["key"] for f in result["facets"]]
+    assert all(f["text"] for f in calibration["facets"])
 
 
 def test_a_round_without_a_finished_run_is_a_conflict_and_an_unknown_round_404(world):

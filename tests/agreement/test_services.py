@@ -4,8 +4,6 @@ same table and against the reference packages; failures leave no partial result.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 from django.db import IntegrityError, transaction
@@ -60,7 +58,13 @@ def test_bridge_builds_the_same_tables_as_the_orm_row_by_row(world):
 def test_stored_coefficients_equal_stats_on_the_same_table(world, name):
     run = computed(world)
     for key, (rows, declared) in direct_tables(world).items():
-        want = getattr(stats, name)(rows, categories=declared).to_dict()
+        options = {}
+        parent = {c["code"]: c["parent"] for c in run.facet_result(key)["categories"]}
+        if name == "gwet_ac1" and any(parent.values()) and key != "fix":
+            # a hierarchy's AC1 counts its leaves as q, not its groups (test_stats_ac1_q.py)
+            leaves = stats.hierarchy_leaves(declared, parent)
+            options["q"] = stats.hierarchy_q(rows, leaves, categories=declared)
+        want = getattr(stats, name)(rows, categories=declared, **options).to_dict()
         got = run.facet_result(key)["coefficients"][name]
         assert got["value"] == pytest.approx(want["value"], abs=1e-12, nan_ok=True)
         assert got["se"] == pytest.approx(want["se"], abs=1e-12)
@@ -91,8 +95,13 @@ def test_stored_fleiss_and_cohen_match_statsmodels_and_sklearn(world):
     assert complete_run.value == pytest.approx(inter_rater.fleiss_kappa(counts), abs=1e-9)
     pair = [(row[0], row[1]) for row in rows if row[0] is not None and row[1] is not None]
     want = metrics.cohen_kappa_score([a for a, _ in pair], [b for _, b in pair], labels=declared)
-    cells = run.facet_result("screening")["pairwise_cohen"]["cells"]
-    assert cells[0][1] == pytest.approx(want, abs=1e-9)
+    pairwise = run.facet_result("screening")["pairwise_cohen"]
+    assert pairwise["cells"][0][1] == pytest.approx(want, abs=1e-9)
+    entry = pairwise["pairs"][0]
+    assert (entry["i"], entry["j"], entry["n"]) == (0, 1, len(pair))
+    assert entry["kappa"] == pytest.approx(want, abs=1e-9)
+    assert entry["p_o"] == pytest.approx(sum(a == b for a, b in pair) / len(pair), abs=1e-12)
+    assert entry["ci"][0] < entry["kappa"] <= entry["ci"][1]
 
 
 def test_result_has_the_report_sections_and_hierarchy_levels(world):
@@ -189,23 +198,26 @@ def test_database_refuses_a_result_on_a_run_not_succeeded(world):
         AgreementRun.objects.filter(pk=run.pk).update(result={"partial": True})
 
 
-def test_calibration_passes_only_at_the_threshold(world):
+def test_calibration_is_judged_on_the_lower_bound_not_the_point_estimate():
+    world = labelled_world(items=30, annotators=2, agreement=0.85)
     run = computed(world, round=world.round)
-    lowest = min(
-        f["coefficients"][f["headline"]]["value"]
+    judged = [
+        f["coefficients"][f["headline"]]
         for f in run.result["facets"]
         if f["coefficients"][f["headline"]]["value"] is not None
-    )
-    set_threshold(study=world.study, threshold=min(1.0, max(0.0, lowest + 0.01)))
-    with pytest.raises(AgreementError, match="below the threshold"):
+    ]
+    lowest = min(c["value"] for c in judged)
+    low = min(c["ci"][0] for c in judged)
+    assert 0 < low < lowest
+    set_threshold(study=world.study, threshold=(low + lowest) / 2)
+    with pytest.raises(AgreementError, match=r"lower bound .* < "):
         mark_calibration_passed(run=run)
     assert not CalibrationPass.objects.exists()
-    set_threshold(
-        study=world.study,
-        threshold=max(-1.0, math.floor(lowest * 100) / 100) if lowest > 0 else 0.0,
-    )
-    if lowest >= 0:
-        passed = mark_calibration_passed(run=run, user=world.owner)
-        assert passed.lowest_alpha == pytest.approx(lowest)
+    set_threshold(study=world.study, threshold=low)
+    passed = mark_calibration_passed(run=run, user=world.owner)
+    assert passed.lowest_alpha == pytest.approx(lowest)
+    assert passed.lowest_ci_low == pytest.approx(low)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        CalibrationPass.objects.filter(pk=passed.pk).update(lowest_ci_low=low - 0.01)
     with pytest.raises(IntegrityError), transaction.atomic():
         CalibrationPass.objects.create(round=world.round, run=run, threshold=0.9, lowest_alpha=0.1)

@@ -1,14 +1,23 @@
+# ruff: noqa: RUF001, RUF003 -- α on the page.
 """The report page and the API: content, blindness, htmx partials, constant query counts."""
 
 from __future__ import annotations
+
+import json
+import re
+from html import unescape
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotator.agreement.models import AgreementRun
-from annotator.agreement.services import run_agreement_run, start_agreement_run
+from annotator.agreement.models import AgreementRun, CalibrationPass
+from annotator.agreement.services import (
+    calibration_verdict,
+    run_agreement_run,
+    start_agreement_run,
+)
 from annotator.studies.models import Membership
 from annotator.studies.services import add_member
 from tests.agreement.factories import labelled_world
@@ -42,6 +51,10 @@ def test_report_shows_every_facet_with_coefficients_and_design(client, world):
     assert f"{alpha:.3f}" in html
     assert "Fleiss" in html and "AC1" in html and "pairable units" in html
     assert 'class="heatmap"' in html and 'class="trend"' in html and 'class="threshold"' in html
+    # κ between the two annotators is written on its square, not only shown by its colour
+    kappa = run.facet_result("screening")["pairwise_cohen"]["cells"][0][1]
+    written = "—" if kappa is None else f"{kappa:.2f}"
+    assert re.search(rf'<text class="value[^"]*"[^>]*>{re.escape(written)}</text>', html)
     assert reverse("agreement:cell", args=[run.pk, "screening", 0, 1]) in html or "·" in html
 
 
@@ -126,17 +139,100 @@ def test_progress_partial_polls_until_the_run_finishes(client, world):
     assert done.status_code == 286 and done["HX-Refresh"] == "true"
 
 
-def test_owner_marks_a_round_passed_only_at_the_threshold(client, world):
+def test_owner_marks_a_round_passed_only_when_the_lower_bounds_reach_the_threshold(client):
+    world = labelled_world(items=30, annotators=2, agreement=0.85)
     run = computed(world, round=world.round)
+    low = calibration_verdict(run, 0.5).lowest_low
+    assert low is not None and 0 < low < 1
     client.force_login(world.owner)
     client.post(reverse("agreement:threshold", args=[world.study.pk]), {"threshold": "1"})
-    client.post(reverse("agreement:pass", args=[run.pk]))
-    assert not hasattr(world.round, "calibration_pass") or world.round.calibration_pass is None
-    client.post(reverse("agreement:threshold", args=[world.study.pk]), {"threshold": "0"})
+    page = client.get(reverse("agreement:run", args=[run.pk])).content.decode()
+    assert "The round cannot pass calibration" in page and "Mark round" not in page
     response = client.post(reverse("agreement:pass", args=[run.pk]), follow=True)
-    world.round.refresh_from_db()
-    lowest = min(f["coefficients"][f["headline"]]["value"] or 0 for f in run.result["facets"])
-    assert ("passed calibration" in response.content.decode()) == (lowest >= 0)
+    assert "Not passed" in response.content.decode()
+    assert not CalibrationPass.objects.exists()
+    client.post(reverse("agreement:threshold", args=[world.study.pk]), {"threshold": str(low)})
+    response = client.post(reverse("agreement:pass", args=[run.pk]), follow=True)
+    html = response.content.decode()
+    assert "passed calibration" in html and "lowest lower bound of the 95% CIs" in html
+    assert CalibrationPass.objects.get().lowest_ci_low == pytest.approx(low)
+
+
+def text_of(html: str) -> str:
+    """The page's words, tags dropped and white space collapsed."""
+    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", html)))
+
+
+def test_report_opens_with_a_summary_of_every_facet_then_explains_the_numbers(client, world):
+    run = computed(world, round=world.round)
+    client.force_login(world.owner)
+    html = client.get(reverse("agreement:run", args=[run.pk])).content.decode()
+    summary = html.index('id="summary"')
+    assert summary < html.index('id="glossary"') < html.index('id="facet-screening"')
+    table = html[summary : html.index("</table>", summary)]
+    for facet in run.result["facets"]:
+        headline = facet["coefficients"][facet["headline"]]
+        assert f'data-facet="{facet["key"]}"' in table
+        if headline["value"] is not None:
+            assert f"{headline['value']:.3f}" in table
+            assert f"{headline['ci'][0]:.3f} – {headline['ci'][1]:.3f}" in table
+    words = text_of(html)
+    for term in ("Krippendorff (2011)", "Cohen (1960)", "Fleiss (1971)", "Gwet (2008)"):
+        assert term in words
+    assert "undefined A coefficient with nothing to measure" in words
+    assert "delete-one-unit jackknife" in words and "Efron & Stein 1981" in words
+    assert "distinct label sets among the pairable ratings" in words
+
+
+def test_each_facet_says_whether_it_meets_the_threshold_on_its_lower_bound(client, world):
+    run = computed(world, round=world.round)
+    client.force_login(world.owner)
+    words = text_of(client.get(reverse("agreement:run", args=[run.pk])).content.decode())
+    for facet in run.result["facets"]:
+        headline = facet["coefficients"][facet["headline"]]
+        if headline["ci"] is None:
+            continue
+        low = headline["ci"][0]
+        if low >= 0.8:
+            assert f"meets α ≥ 0.8: lower bound {low:.2f} of the 95% CI" in words
+        else:
+            assert f"does not meet α ≥ 0.8: lower bound {low:.2f} < 0.8" in words
+
+
+def test_how_this_was_computed_is_written_in_sentences(client, world):
+    run = computed(world)
+    client.force_login(world.owner)
+    html = client.get(reverse("agreement:run", args=[run.pk])).content.decode()
+    method = text_of(html[html.index('id="method"') :])
+    counts = run.inputs["counts"]
+    assert f"{counts['annotations']} annotations of {counts['items_labelled']} labelled" in method
+    screening = run.facet_result("screening")["design"]
+    assert f"Screening {screening['pairable_units']} of {screening['units']} units" in method
+    assert "a facet an annotator left empty is a missing rating" in method
+    assert "MASI (Passonneau 2006)" in method
+    assert "No bootstrap was run (no replicates, no seed)" in method
+    assert run.inputs["label_table_sha256"][:16] in method
+    assert "{'" not in method.split("The stored inputs")[0]  # no dict dump before the details
+
+
+def test_a_result_stored_before_conventions_were_recorded_still_reads(client, world):
+    run = computed(world, round=world.round)
+    old = json.loads(json.dumps(run.result))
+    del old["conventions"]
+    old["schema"] = 1
+    for facet in old["facets"]:
+        del facet["pairwise_cohen"]["pairs"]
+        for level in facet["levels"]:
+            del level["gwet_ac1"]
+    AgreementRun.objects.filter(pk=run.pk).update(result=old)
+    client.force_login(world.owner)
+    response = client.get(reverse("agreement:run", args=[run.pk]))
+    assert response.status_code == 200
+    words = text_of(response.content.decode())
+    assert "stored before results recorded their conventions" in words
+    assert "the declared categories of the facet (not the label sets compared)" in words
+    api = client.get(reverse("api-agreement-run", args=[run.pk])).json()
+    assert api["result"]["schema"] == 1 and api["calibration"]["facets"]
 
 
 # user, run (+ round), membership (+ study), threshold, latest run per round, passes, rounds,
