@@ -1,31 +1,205 @@
-"""The tables a bug study reports, from the final dataset (decisions) of a study.
+# ruff: noqa: RUF001, RUF002 -- table titles use the multiplication sign, as papers print them.
+"""The tables a bug study reports, from its agreed dataset (pure: no Django).
 
-Each table is plain data (`Table`: header, rows of cells, each count with the label filter that
-lists its issues) so one definition serves the page, its CSV downloads and the API. The final
-labels are read once per request, one row per decision label, and counted in Python: a study
-holds thousands of issues, not millions.
+Input: the rows the final-dataset export writes (`Record`s made from them by
+`record_from_export_row`, so the analysis counts exactly what the export holds: items with a
+decision) and the codebook's shape (`Scheme`). Output: `Table`s — a header and rows of `Cell`s,
+each count carrying the label filter that lists its issues — so one definition serves the page,
+its CSV/LaTeX downloads and the API.
+
+Levels. A hierarchical facet (symptom: groups → leaves) is analysed at a chosen level: `LEAF`
+(the default: the category each label names) or a depth n (1 = top level). A label that stops
+above level n (a leaf such as `other` at depth 1) counts at its own category at every deeper
+level, so each level's categories partition the labelled issues. Shares are of the issues
+labelled in the facet: at one level they sum to 100% for a single-choice facet; a multi-choice
+facet (fix pattern) counts an issue once under each category chosen, so its shares sum to more.
+
+Stage. `Dataset.in_stage(code)` keeps the issues decided in that stage; every table of the
+restricted dataset is then "within the stage".
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import itertools
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import QuerySet
-
-from annotator.adjudication.models import DecisionLabel
-from annotator.studies.models import Item, Study
-
-from .rows import Codebook, filtered_items, load_codebook
-
+LEAF: int | None = None
+# One level for every hierarchical facet, or one per facet key (a facet not named: LEAF).
+Level = int | None | Mapping[str, int | None]
 SHARE_FACETS = ("symptom", "root-cause", "fix-pattern", "stage")
 FLOW_FACETS = ("symptom", "root-cause", "fix-pattern")
-DISTRIBUTED, DISTRIBUTED_YES, STAGE = "distributed", "yes", "stage"
+STAGE_ROWS = ("symptom", "root-cause")
+DISTRIBUTED, DISTRIBUTED_YES, STAGE, SCREENING = "distributed", "yes", "stage", "screening"
+
+
+class AnalysisParameterError(ValueError):
+    """A level or stage the analysis cannot use; `parameter` names the query parameter."""
+
+    def __init__(self, parameter: str, message: str) -> None:
+        super().__init__(f"{parameter}: {message}")
+        self.parameter = parameter
+
+
+@dataclass(frozen=True)
+class Node:
+    """One category: its code, name and path of codes from the top level down to it."""
+
+    code: str
+    name: str
+    path: tuple[str, ...]
+
+    @property
+    def depth(self) -> int:
+        return len(self.path)
+
+
+@dataclass(frozen=True)
+class FacetScheme:
+    key: str
+    name: str
+    multi: bool
+    nodes: tuple[Node, ...]  # codebook order, each parent before its children (depth first)
+
+    @property
+    def levels(self) -> int:
+        return max((n.depth for n in self.nodes), default=1)
+
+    def leaves(self) -> set[str]:
+        parents = {n.path[-2] for n in self.nodes if n.depth > 1}
+        return {n.code for n in self.nodes if n.code not in parents}
+
+    def path(self, code: str) -> tuple[str, ...]:
+        return self._paths().get(code, (code,))
+
+    def _paths(self) -> dict[str, tuple[str, ...]]:
+        return {n.code: n.path for n in self.nodes}
+
+    def unit(self, code: str, level: int | None) -> str:
+        """The category `code` counts under at `level` (LEAF: itself)."""
+        path = self.path(code)
+        return path[-1] if level is None else path[min(level, len(path)) - 1]
+
+    def units(self, level: int | None) -> list[Node]:
+        """The categories of a level, in codebook order: they partition the labelled issues."""
+        leaves = self.leaves()
+        if level is None:
+            return [n for n in self.nodes if n.code in leaves]
+        return [n for n in self.nodes if n.depth == level or (n.depth < level and n.code in leaves)]
+
+    def down_to(self, level: int | None) -> list[Node]:
+        """Every category down to a level (with its groups above it), in codebook order."""
+        return [n for n in self.nodes if level is None or n.depth <= level]
+
+
+def tree_order(facet_nodes: Sequence[Node]) -> tuple[Node, ...]:
+    """Nodes given in codebook rank order, rearranged depth first (children under parents)."""
+    children: dict[tuple[str, ...], list[Node]] = {}
+    for n in facet_nodes:
+        children.setdefault(n.path[:-1], []).append(n)
+    out: list[Node] = []
+
+    def visit(prefix: tuple[str, ...]) -> None:
+        for n in children.get(prefix, []):
+            out.append(n)
+            visit(n.path)
+
+    visit(())
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Scheme:
+    facets: tuple[FacetScheme, ...]
+
+    def facet(self, key: str) -> FacetScheme | None:
+        return next((f for f in self.facets if f.key == key), None)
+
+    def keys(self) -> list[str]:
+        return [f.key for f in self.facets]
+
+    def name(self, facet: str, code: str) -> str:
+        found = self.facet(facet)
+        node = next((n for n in found.nodes if n.code == code), None) if found else None
+        return node.name if node else code
+
+    def hierarchical(self) -> list[FacetScheme]:
+        return [f for f in self.facets if f.levels > 1]
+
+
+@dataclass(frozen=True)
+class Record:
+    """One decided item: where it is from and, per facet, the categories chosen."""
+
+    item_id: int
+    repository: str
+    round: int | None
+    source: str
+    labels: Mapping[str, tuple[str, ...]]
+
+
+def column_base(facet_key: str) -> str:
+    """The export's column name of a facet (`root-cause` → `root_cause`; as columns.py)."""
+    return facet_key.replace("-", "_").replace(" ", "_").lower()
+
+
+def record_from_export_row(row: Mapping[str, Any], scheme: Scheme) -> Record | None:
+    """A final-dataset row (the export's column contract) as a Record; None when undecided."""
+    if not row.get("decision_source"):
+        return None
+    labels: dict[str, tuple[str, ...]] = {}
+    for facet in scheme.facets:
+        base = column_base(facet.key)
+        if facet.multi:
+            chosen = tuple(row.get(base) or ())
+        elif facet.levels > 1:
+            path = [row.get(f"{base}_l{n}") for n in range(1, facet.levels + 1)]
+            deepest = [c for c in path if c]
+            chosen = (deepest[-1],) if deepest else ()
+        else:
+            chosen = (row[base],) if row.get(base) else ()
+        if chosen:
+            labels[facet.key] = chosen
+    return Record(
+        row["item_id"], row["repository"], row.get("round"), row["decision_source"], labels
+    )
+
+
+@dataclass
+class Dataset:
+    scheme: Scheme
+    records: list[Record] = field(default_factory=list)
+
+    def in_stage(self, code: str) -> Dataset:
+        return Dataset(self.scheme, [r for r in self.records if code in r.labels.get(STAGE, ())])
+
+    def codes_on_path(self, record: Record, facet: str) -> set[str]:
+        """Every category an item's labels in the facet name or lie under."""
+        found = self.scheme.facet(facet)
+        if found is None:
+            return set()
+        return {c for code in record.labels.get(facet, ()) for c in found.path(code)}
+
+    def units(self, record: Record, facet: str, level: int | None) -> set[str]:
+        found = self.scheme.facet(facet)
+        if found is None:
+            return set()
+        return {found.unit(code, level) for code in record.labels.get(facet, ())}
+
+    def labelled(self, facet: str) -> list[Record]:
+        return [r for r in self.records if r.labels.get(facet)]
+
+    def items_with(self, labels: Iterable[tuple[str, str]], repository: str = "") -> list[int]:
+        """Items whose labels name (or lie under) every (facet, code) given."""
+        wanted = list(labels)
+        return [
+            r.item_id
+            for r in self.records
+            if (not repository or r.repository == repository)
+            and all(code in self.codes_on_path(r, facet) for facet, code in wanted)
+        ]
 
 
 @dataclass(frozen=True)
@@ -33,6 +207,7 @@ class Cell:
     value: Any
     labels: tuple[tuple[str, str], ...] | None = None  # (facet, code) filter listing its issues
     repository: str = ""
+    indent: int = 0  # depth below the top level, for a name shown as a tree
 
 
 @dataclass(frozen=True)
@@ -41,173 +216,223 @@ class Table:
     title: str
     header: list[str]
     rows: list[list[Cell]]
+    note: str = ""
 
-    def csv(self) -> str:
-        out = io.StringIO()
-        writer = csv.writer(out)
-        writer.writerow(self.header)
-        writer.writerows([c.value for c in row] for row in self.rows)
-        return out.getvalue()
+    def values(self) -> list[list[Any]]:
+        return [[c.value for c in row] for row in self.rows]
 
 
-@dataclass
-class FinalLabels:
-    """Per decided item: its repository and, per facet, the codes at every level chosen."""
-
-    book: Codebook
-    repository: dict[int, str] = field(default_factory=dict)
-    codes: dict[int, dict[str, set[str]]] = field(default_factory=dict)
-    top: dict[int, dict[str, set[str]]] = field(default_factory=dict)  # level-1 codes only
-
-    def items_with(self, labels: Iterable[tuple[str, str]], repository: str = "") -> list[int]:
-        wanted = list(labels)
-        return [
-            pk
-            for pk, facets in self.codes.items()
-            if (not repository or self.repository[pk] == repository)
-            and all(code in facets.get(facet, ()) for facet, code in wanted)
-        ]
+def at(level: Level, facet: str) -> int | None:
+    """The level a facet is analysed at."""
+    if isinstance(level, Mapping):
+        return level.get(facet, LEAF)
+    return level
 
 
-def load_final_labels(items: QuerySet[Item], book: Codebook) -> FinalLabels:
-    data = FinalLabels(book=book)
-    rows = (
-        DecisionLabel.objects.filter(decision__item__in=items.values("pk"))
-        .values_list(
-            "decision__item_id",
-            "decision__item__issue__repository__owner",
-            "decision__item__issue__repository__name",
-            "category_id",
+def parse_level(value: str | None, deepest: int, parameter: str = "level") -> int | None:
+    """`leaf` (or nothing) → LEAF; a number from 1 to `deepest` → that depth."""
+    if value in (None, "", "leaf"):
+        return LEAF
+    if not str(value).isdigit() or not 1 <= int(str(value)) <= deepest:
+        raise AnalysisParameterError(
+            parameter, f"{value!r} is not 'leaf' or a level from 1 to {deepest}"
         )
-        .iterator(chunk_size=5000)
-    )
-    for item, owner, name, category in rows:
-        key, _, path = book.category(category)
-        data.repository[item] = f"{owner}/{name}"
-        data.codes.setdefault(item, {}).setdefault(key, set()).update(path)
-        data.top.setdefault(item, {}).setdefault(key, set()).add(path[0])
-    return data
+    return int(str(value))
 
 
-def study_final_labels(study: Study, filters: dict[str, Any] | None = None) -> FinalLabels:
-    items = filtered_items(study, dict(filters or {}))
-    return load_final_labels(items, load_codebook(study.codebook_version))
-
-
-def _pct(n: int, total: int) -> str:
-    return f"{100 * n / total:.1f}" if total else ""
-
-
-def _categories(data: FinalLabels, facet: str, top_only: bool = False) -> list[str]:
-    """Codes of the facet in codebook order (top-level ones only if asked)."""
-    out = []
-    for pk in sorted(data.book.categories, key=lambda c: data.book.order[c]):
-        key, code, path = data.book.categories[pk]
-        if key == facet and (not top_only or len(path) == 1):
-            out.append(code)
+def parse_levels(query: Mapping[str, str], scheme: Scheme) -> dict[str, int | None]:
+    """Per hierarchical facet, its level: `level-<facet key>` if given, else `level` (which
+    may name any depth some facet has; a shallower facet then stops at its own leaves)."""
+    deepest = max((f.levels for f in scheme.facets), default=1)
+    default = parse_level(query.get("level"), deepest)
+    out = {}
+    for f in scheme.hierarchical():
+        name = f"level-{f.key}"
+        out[f.key] = parse_level(query[name], f.levels, name) if query.get(name) else default
     return out
 
 
-def share_table(data: FinalLabels, facet: str) -> Table:
-    """Count and share of each category (and its parents) among items labelled in the facet,
-    overall and per repository."""
-    labelled = [pk for pk, f in data.codes.items() if f.get(facet)]
-    repositories = sorted({data.repository[pk] for pk in labelled})
-    per_repo = Counter(data.repository[pk] for pk in labelled)
+def check_stage(value: str | None, scheme: Scheme) -> str:
+    """A stage code of the codebook ('' for every stage)."""
+    if not value:
+        return ""
+    stage = scheme.facet(STAGE)
+    codes = [n.code for n in stage.nodes] if stage else []
+    if value not in codes:
+        raise AnalysisParameterError("stage", f"{value!r} is not one of {codes}")
+    return value
+
+
+def pct(n: int, total: int) -> float | None:
+    return round(100 * n / total, 1) if total else None
+
+
+def share_table(data: Dataset, facet: str, level: Level = LEAF) -> Table:
+    """Per category down to `level` (groups above it, indented tree, codebook order): issues
+    and share of the issues labelled in the facet, overall and per repository."""
+    scheme = data.scheme.facet(facet)
+    assert scheme is not None
+    labelled = data.labelled(facet)
+    repositories = sorted({r.repository for r in labelled})
+    per_repo = Counter(r.repository for r in labelled)
     counts: Counter[tuple[str, str]] = Counter()
-    for pk in labelled:
-        for code in data.codes[pk][facet]:
+    for r in labelled:
+        for code in data.codes_on_path(r, facet):
             counts[(code, "")] += 1
-            counts[(code, data.repository[pk])] += 1
-    header = ["category", "name", "issues", "%"]
-    header += [h for r in repositories for h in (r, f"{r} %")]
+            counts[(code, r.repository)] += 1
+    header = ["level", "category", "name", "issues", "%"]
+    header += [h for repo in repositories for h in (repo, f"{repo} %")]
     rows = []
-    names = data.book.names.get(facet, {})
-    for code in _categories(data, facet):
-        n = counts[(code, "")]
-        row = [
-            Cell(code),
-            Cell(names.get(code, code)),
-            Cell(n, ((facet, code),)),
-            Cell(_pct(n, len(labelled))),
-        ]
+    for node in scheme.down_to(at(level, facet)):
+        n, key = counts[(node.code, "")], ((facet, node.code),)
+        row = [Cell(node.depth), Cell(node.code), Cell(node.name, indent=node.depth - 1)]
+        row += [Cell(n, key), Cell(pct(n, len(labelled)))]
         for repo in repositories:
-            m = counts[(code, repo)]
-            row += [Cell(m, ((facet, code),), repo), Cell(_pct(m, per_repo[repo]))]
+            m = counts[(node.code, repo)]
+            row += [Cell(m, key, repo), Cell(pct(m, per_repo[repo]))]
         rows.append(row)
-    total = [Cell("all"), Cell(""), Cell(len(labelled)), Cell("100.0" if labelled else "")]
-    total += [c for r in repositories for c in (Cell(per_repo[r]), Cell("100.0"))]
-    return Table(f"share-{facet}", f"Share of each {facet}", header, [*rows, total])
+    total = [
+        Cell(""),
+        Cell("all"),
+        Cell(""),
+        Cell(len(labelled)),
+        Cell(100.0 if labelled else None),
+    ]
+    total += [c for repo in repositories for c in (Cell(per_repo[repo]), Cell(100.0))]
+    return Table(
+        f"share-{facet}",
+        f"Share of each {scheme.name.lower()}",
+        header,
+        [*rows, total],
+        _share_note(scheme),
+    )
 
 
-def distributed_by_stage(data: FinalLabels) -> Table:
-    """Per stage: issues, distributed-specific ones (`distributed` = yes), their share."""
+def _share_note(scheme: FacetScheme) -> str:
+    if scheme.multi:
+        return (
+            "Of the issues labelled in the facet; an issue with several categories counts under "
+            "each, so the shares sum to more than 100%."
+        )
+    if scheme.levels > 1:
+        return (
+            "Of the issues labelled in the facet. Each level's categories (with a category that "
+            "has no sub-categories counted at every level below it) sum to 100%."
+        )
+    return "Of the issues labelled in the facet; the shares sum to 100%."
+
+
+def distributed_table(data: Dataset, facet: str, level: Level = LEAF) -> Table:
+    """Per category of `facet` down to `level`: issues, distributed-specific ones, their share."""
+    scheme = data.scheme.facet(facet)
+    assert scheme is not None
     rows = []
-    for code in _categories(data, STAGE):
-        items = [pk for pk, f in data.codes.items() if code in f.get(STAGE, ())]
-        yes = [pk for pk in items if DISTRIBUTED_YES in data.codes[pk].get(DISTRIBUTED, ())]
-        row = [
-            Cell(code),
-            Cell(len(items), ((STAGE, code),)),
-            Cell(len(yes), ((STAGE, code), (DISTRIBUTED, DISTRIBUTED_YES))),
-            Cell(_pct(len(yes), len(items))),
-        ]
-        rows.append(row)
-    header = ["stage", "issues", "distributed-specific", "% distributed-specific"]
-    return Table("distributed-by-stage", "Distributed-specific issues per stage", header, rows)
+    for node in scheme.down_to(at(level, facet)):
+        items = [r for r in data.records if node.code in data.codes_on_path(r, facet)]
+        yes = [r for r in items if DISTRIBUTED_YES in r.labels.get(DISTRIBUTED, ())]
+        key = (facet, node.code)
+        rows.append(
+            [
+                Cell(node.depth),
+                Cell(node.code),
+                Cell(node.name, indent=node.depth - 1),
+                Cell(len(items), (key,)),
+                Cell(len(yes), (key, (DISTRIBUTED, DISTRIBUTED_YES))),
+                Cell(pct(len(yes), len(items))),
+            ]
+        )
+    header = ["level", facet, "name", "issues", "distributed-specific", "% distributed-specific"]
+    title = f"Distributed-specific issues per {scheme.name.lower()}"
+    note = "Distributed-specific: the facet “distributed” decided “yes”."
+    return Table(f"distributed-by-{facet}", title, header, rows, note)
 
 
-def cross_table(data: FinalLabels, rows_facet: str, columns_facet: str) -> Table:
-    """Issues per (row category, column category); hierarchical facets at their top level."""
-    row_codes = _categories(data, rows_facet, top_only=True)
-    column_codes = _categories(data, columns_facet, top_only=True)
+def cross_table(data: Dataset, rows_facet: str, columns_facet: str, level: Level = LEAF) -> Table:
+    """Issues per (row category, column category), both facets at `level`; an issue counts in
+    every pair of its categories (several for a multi-choice facet)."""
+    row_scheme, column_scheme = data.scheme.facet(rows_facet), data.scheme.facet(columns_facet)
+    assert row_scheme is not None and column_scheme is not None
+    row_level, column_level = at(level, rows_facet), at(level, columns_facet)
+    row_codes = [n.code for n in row_scheme.units(row_level)]
+    column_codes = [n.code for n in column_scheme.units(column_level)]
     counts: Counter[tuple[str, str]] = Counter()
-    for facets in data.top.values():
-        for a in facets.get(rows_facet, ()):
-            for b in facets.get(columns_facet, ()):
+    for r in data.records:
+        for a in data.units(r, rows_facet, row_level):
+            for b in data.units(r, columns_facet, column_level):
                 counts[(a, b)] += 1
 
     def cell(a: str, b: str) -> Cell:
         return Cell(counts[(a, b)], ((rows_facet, a), (columns_facet, b)))
 
     rows = [[Cell(a), *(cell(a, b) for b in column_codes)] for a in row_codes]
-    title = f"{rows_facet} × {columns_facet}"  # noqa: RUF001
+    title = f"{row_scheme.name} × {column_scheme.name.lower()}"
     return Table(f"cross-{rows_facet}-{columns_facet}", title, [rows_facet, *column_codes], rows)
 
 
-def flow_links(data: FinalLabels, facets: Sequence[str]) -> list[tuple[int, str, str, int]]:
-    """(stage index, source code, target code, issues) between consecutive facets (top level)."""
+def flow_links(
+    data: Dataset, facets: Sequence[str], level: Level = LEAF
+) -> list[tuple[int, str, str, int]]:
+    """(column index, source code, target code, issues) between consecutive facets."""
     out = []
     for i, (a_facet, b_facet) in enumerate(itertools.pairwise(facets)):
         counts: Counter[tuple[str, str]] = Counter()
-        for f in data.top.values():
-            for a in f.get(a_facet, ()):
-                for b in f.get(b_facet, ()):
+        for r in data.records:
+            for a in data.units(r, a_facet, at(level, a_facet)):
+                for b in data.units(r, b_facet, at(level, b_facet)):
                     counts[(a, b)] += 1
         out += [(i, a, b, n) for (a, b), n in sorted(counts.items())]
     return out
 
 
-def _pick(data: FinalLabels, preferred: Sequence[str]) -> list[str]:
+def _pick(scheme: Scheme, preferred: Sequence[str]) -> list[str]:
     """The preferred facets the codebook has; with fewer than two of them, every facet but
     screening and distributed-specific, in codebook order (a codebook of other names)."""
-    keys = [f.key for f in data.book.facets]
+    keys = scheme.keys()
     found = [f for f in preferred if f in keys]
     if len(found) >= 2:
         return found
-    return [k for k in keys if k not in {"screening", DISTRIBUTED}]
+    return [k for k in keys if k not in {SCREENING, DISTRIBUTED}]
 
 
-def analysis_tables(data: FinalLabels) -> list[Table]:
-    keys = {f.key for f in data.book.facets}
-    tables = [share_table(data, f) for f in _pick(data, SHARE_FACETS)]
-    if {STAGE, DISTRIBUTED} <= keys:
-        tables.append(distributed_by_stage(data))
-    flow = flow_facets(data)
-    tables += [cross_table(data, a, b) for a, b in itertools.pairwise(flow)]
+def flow_facets(scheme: Scheme) -> list[str]:
+    """symptom → root cause → fix pattern (or the codebook's facets, see _pick)."""
+    return _pick(scheme, FLOW_FACETS)[:4]
+
+
+def analysis_tables(data: Dataset, level: Level = LEAF) -> list[Table]:
+    """Every table, in the page's order: shares, distributed-specific shares, stage cross-tables,
+    then the flow's consecutive cross-tables (symptom × root cause, root cause × fix pattern)."""
+    keys = set(data.scheme.keys())
+    tables = [share_table(data, f, level) for f in _pick(data.scheme, SHARE_FACETS)]
+    if DISTRIBUTED in keys:
+        tables += [distributed_table(data, f, level) for f in (STAGE, "symptom") if f in keys]
+    if STAGE in keys:
+        tables += [cross_table(data, f, STAGE, level) for f in STAGE_ROWS if f in keys]
+    flow = flow_facets(data.scheme)
+    tables += [cross_table(data, a, b, level) for a, b in itertools.pairwise(flow)]
     return tables
 
 
-def flow_facets(data: FinalLabels) -> list[str]:
-    """symptom → root cause → fix pattern (or the codebook's facets, see _pick)."""
-    return _pick(data, FLOW_FACETS)[:4]
+def share_bars(data: Dataset, facet: str, level: Level = LEAF) -> list[tuple[str, float]]:
+    """(category name, % of the issues labelled in the facet) per category of the level."""
+    scheme = data.scheme.facet(facet)
+    assert scheme is not None
+    depth = at(level, facet)
+    labelled = data.labelled(facet)
+    counts = Counter(u for r in labelled for u in data.units(r, facet, depth))
+    return [(n.name, pct(counts[n.code], len(labelled)) or 0.0) for n in scheme.units(depth)]
+
+
+def distributed_bars(data: Dataset, facet: str, level: Level = LEAF) -> list[tuple[str, float]]:
+    """(category name, % of its issues that are distributed-specific) per category."""
+    scheme = data.scheme.facet(facet)
+    assert scheme is not None
+    depth = at(level, facet)
+    issues: Counter[str] = Counter()
+    yes: Counter[str] = Counter()
+    for r in data.records:
+        distributed = DISTRIBUTED_YES in r.labels.get(DISTRIBUTED, ())
+        for u in data.units(r, facet, depth):
+            issues[u] += 1
+            yes[u] += distributed
+    return [(n.name, pct(yes[n.code], issues[n.code]) or 0.0) for n in scheme.units(depth)]

@@ -30,7 +30,8 @@ from annotator.studies.models import Membership, Study
 from annotator.upload_handling import UploadRefused, accept_upload
 from taxonomy_app.models import CodebookVersion, Facet
 
-from .analysis import analysis_tables, study_final_labels
+from .analysis import AnalysisParameterError
+from .dataset import ANALYSIS_FILTERS, run_analysis
 from .models import ExportJob
 from .prior import (
     PROPOSE,
@@ -45,6 +46,8 @@ from .rows import ExportFilterError
 from .services import start_export_job
 from .spreadsheets import SpreadsheetError, inspect_workbook
 from .views import download_response
+
+ANALYSIS_PARAMETERS = (*ANALYSIS_FILTERS, "stage", "level")
 
 
 def _study(request: Request, study_id: int) -> Study:
@@ -149,40 +152,95 @@ class ExportCardApi(APIView):
 class TableOutput(serializers.Serializer):
     id = serializers.CharField()
     title = serializers.CharField()
+    note = serializers.CharField(help_text="how its shares count (multi-choice facets, levels)")
     header = serializers.ListField(child=serializers.CharField())
-    rows = serializers.ListField(child=serializers.ListField())
+    rows = serializers.ListField(
+        child=serializers.ListField(child=serializers.JSONField()),
+        help_text="cells under the header: counts, shares in percent (null: no issue), codes",
+    )
+
+
+class FlowLinkOutput(serializers.Serializer):
+    column = serializers.IntegerField(help_text="index of the source facet in `columns`")
+    source = serializers.CharField()  # type: ignore[assignment]  # as ExportInput.source
+    target = serializers.CharField()
+    issues = serializers.IntegerField()
+
+
+class FlowOutput(serializers.Serializer):
+    columns = serializers.ListField(child=serializers.CharField(), help_text="facet keys")
+    links = FlowLinkOutput(many=True)
+
+
+class AnalysisOutput(serializers.Serializer):
+    study = serializers.IntegerField()
+    filters = serializers.DictField(child=serializers.CharField())
+    stage = serializers.CharField(allow_null=True, help_text="the stage code, null: every stage")
+    levels = serializers.DictField(
+        child=serializers.CharField(), help_text="hierarchical facet → 'leaf' or its level"
+    )
+    decided = serializers.IntegerField(help_text="decided items counted (within the stage)")
+    tables = TableOutput(many=True)
+    flow = FlowOutput()
 
 
 class AnalysisApi(APIView):
     @extend_schema(
         parameters=[
-            OpenApiParameter("round", int, required=False),
-            OpenApiParameter("screening", str, required=False),
-            OpenApiParameter("repository", str, required=False),
+            OpenApiParameter(
+                "level",
+                str,
+                required=False,
+                description="'leaf' (default) or a level number (1 = top) of the hierarchical "
+                "facets; a facet with fewer levels stops at its leaves",
+            ),
+            OpenApiParameter(
+                "stage", str, required=False, description="a stage code: every table within it"
+            ),
+            OpenApiParameter("round", int, required=False, description="round number"),
+            OpenApiParameter(
+                "source",
+                str,
+                required=False,
+                enum=Decision.Source.values,
+                description="decision source",
+            ),
+            OpenApiParameter("screening", str, required=False, description="screening code"),
+            OpenApiParameter("repository", str, required=False, description="OWNER/NAME"),
         ],
-        responses=TableOutput(many=True),
+        responses=AnalysisOutput,
     )
     def get(self, request: Request, study_id: int) -> Response:
+        """Every analysis table of the study's agreed dataset (the rows the final export
+        writes) at the chosen level, for every stage or one, and the flow's links."""
         study = _study(request, study_id)
-        filters = {
-            k: request.query_params[k]
-            for k in ("round", "screening", "repository")
-            if request.query_params.get(k)
-        }
+        params = request.query_params
+        query = {k: str(params.get(k, "")) for k in ANALYSIS_PARAMETERS if params.get(k)}
         try:
-            data = study_final_labels(study, filters)
+            result = run_analysis(study, query)
         except ExportFilterError as error:
             raise ValidationError({"detail": str(error)}) from None
+        except AnalysisParameterError as error:
+            raise ValidationError({error.parameter: [str(error)]}) from None
+        levels = {k: "leaf" if v is None else str(v) for k, v in result.levels.items()}
         tables = [
-            {
-                "id": t.id,
-                "title": t.title,
-                "header": t.header,
-                "rows": [[c.value for c in row] for row in t.rows],
-            }
-            for t in analysis_tables(data)
+            {"id": t.id, "title": t.title, "note": t.note, "header": t.header, "rows": t.values()}
+            for t in result.tables
         ]
-        return Response(tables)
+        links = [
+            {"column": i, "source": a, "target": b, "issues": n}
+            for i, a, b, n in result.flow_links()
+        ]
+        body = {
+            "study": study.pk,
+            "filters": result.filters,
+            "stage": result.stage or None,
+            "levels": levels,
+            "decided": len(result.data.records),
+            "tables": tables,
+            "flow": {"columns": result.flow_columns, "links": links},
+        }
+        return Response(body)
 
 
 # Prior labels in: the wizard's two ends as two calls. `inspect` reads the workbook's shape;

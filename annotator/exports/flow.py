@@ -1,17 +1,21 @@
-"""A flow (Sankey/alluvial) chart as server-rendered SVG (pure: no Django, no script).
+"""A flow (Sankey/alluvial) chart: its geometry, and that geometry as SVG (pure: no Django).
 
 Columns are facets (symptom → root cause → fix pattern); a node's height is the issues through
-it; a link's width the issues with both labels. Every node is a link to its issues (the `href`
-the caller gives). Text is escaped; only presentation attributes are used, no inline style, so
-a strict Content-Security-Policy holds.
+it; a link's width the issues with both labels. `flow_layout` computes the shapes once;
+`flow_svg` draws them for the page (every node a link to its issues, the `href` the caller
+gives) and for papers, and `paper.flow_png` draws the same shapes as a PNG. Text is escaped;
+only presentation attributes are used, no inline style, so a strict Content-Security-Policy
+holds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from html import escape
 
-WIDTH, HEIGHT, NODE_W, GAP, PAD = 900, 520, 14, 6, 24
+WIDTH, MIN_HEIGHT, NODE_W, GAP, PAD, ROW = 900, 520, 14, 6, 24, 18
+LABEL_ROOM = 190  # the last column's labels, right of its nodes
 PALETTE = (
     "#4e79a7",
     "#f28e2b",
@@ -24,32 +28,111 @@ PALETTE = (
     "#9c755f",
     "#bab0ac",
 )
+NODE_FILL, LINK_GREY, TEXT_SIZE = "#3b4a5a", "#999999", 11
+
+Link = tuple[int, str, str, int]  # (column index of the source, source code, target code, weight)
+
+
+@dataclass(frozen=True)
+class FlowNode:
+    column: int
+    code: str
+    x: float
+    y: float
+    height: float
+    total: int
+
+
+@dataclass(frozen=True)
+class FlowBand:
+    """A link as a band: a cubic curve from (x0, y0) to (x1, y1), `width` thick."""
+
+    source: str
+    target: str
+    weight: int
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    width: float
+    colour: str
+
+
+@dataclass(frozen=True)
+class FlowLayout:
+    width: int
+    height: int
+    nodes: list[FlowNode]
+    bands: list[FlowBand]
+
+
+def flow_layout(n_columns: int, links: Sequence[Link]) -> FlowLayout:
+    """Nodes stacked per column, largest first; bands ordered so they cross least."""
+    totals = _totals(n_columns, links)
+    most = max((len(t) for t in totals), default=0)
+    height = max(MIN_HEIGHT, 2 * PAD + most * ROW)
+    scale = _scale(totals, height)
+    placed = _place(totals, scale, n_columns)
+    bands = _bands(links, placed, scale)
+    nodes = [
+        FlowNode(i, code, x, y, h, totals[i][code])
+        for i, column in enumerate(placed)
+        for code, (x, y, h, _, _) in column.items()
+    ]
+    return FlowLayout(WIDTH, height, nodes, bands)
 
 
 def flow_svg(
     columns: Sequence[str],
-    links: Sequence[tuple[int, str, str, int]],
+    links: Sequence[Link],
     *,
-    href: Callable[[str, str], str],
+    href: Callable[[str, str], str] | None = None,
     names: Callable[[str, str], str] = lambda facet, code: code,
 ) -> str:
-    """`links`: (column index of the source, source code, target code, weight)."""
+    """The chart as an SVG element; `href` makes each node a link (none in a paper's file)."""
     if not links:
         return '<p class="empty">No decided issue has labels in these facets yet.</p>'
-    totals = _totals(len(columns), links)
-    scale = _scale(totals)
-    nodes = _layout(totals, scale, len(columns))
+    layout = flow_layout(len(columns), links)
     parts = [
-        f'<svg class="flow" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
-        f'aria-label="{escape(" → ".join(columns))} flow" xmlns="http://www.w3.org/2000/svg">'
+        f'<svg class="flow" viewBox="0 0 {layout.width} {layout.height}" role="img" '
+        f'aria-label="{escape(" → ".join(columns))} flow" xmlns="http://www.w3.org/2000/svg" '
+        f'font-family="sans-serif">'
     ]
-    parts += _links(links, nodes, scale)
-    parts += _nodes(columns, nodes, href, names)
+    parts += [_band_svg(b) for b in layout.bands]
+    parts += [_node_svg(n, columns, href, names) for n in layout.nodes]
     parts.append("</svg>")
     return "".join(parts)
 
 
-def _totals(n: int, links: Sequence[tuple[int, str, str, int]]) -> list[dict[str, int]]:
+def _band_svg(b: FlowBand) -> str:
+    mid = (b.x0 + b.x1) / 2
+    return (
+        f'<path d="M{b.x0:.1f},{b.y0:.1f} C{mid:.1f},{b.y0:.1f} {mid:.1f},{b.y1:.1f} '
+        f'{b.x1:.1f},{b.y1:.1f}" fill="none" stroke="{b.colour}" stroke-opacity="0.35" '
+        f'stroke-width="{b.width:.1f}"><title>{escape(b.source)} → {escape(b.target)}: '
+        f"{b.weight}</title></path>"
+    )
+
+
+def _node_svg(
+    n: FlowNode,
+    columns: Sequence[str],
+    href: Callable[[str, str], str] | None,
+    names: Callable[[str, str], str],
+) -> str:
+    label = escape(names(columns[n.column], n.code))
+    shape = (
+        f'<rect x="{n.x:.1f}" y="{n.y:.1f}" width="{NODE_W}" height="{n.height:.1f}" '
+        f'fill="{NODE_FILL}"><title>{label}: {n.total}</title></rect>'
+        f'<text x="{n.x + NODE_W + 4:.1f}" y="{n.y + n.height / 2 + 4:.1f}" '
+        f'font-size="{TEXT_SIZE}">{label}</text>'
+    )
+    if href is None:
+        return shape
+    return f'<a href="{escape(href(columns[n.column], n.code))}">{shape}</a>'
+
+
+def _totals(n: int, links: Sequence[Link]) -> list[dict[str, int]]:
     totals: list[dict[str, int]] = [{} for _ in range(n)]
     for i, a, b, w in links:
         totals[i][a] = totals[i].get(a, 0) + w
@@ -57,14 +140,14 @@ def _totals(n: int, links: Sequence[tuple[int, str, str, int]]) -> list[dict[str
     return totals
 
 
-def _scale(totals: list[dict[str, int]]) -> float:
+def _scale(totals: list[dict[str, int]], height: int) -> float:
     worst = max((sum(t.values()), len(t)) for t in totals if t)  # the column needing the most room
-    return (HEIGHT - 2 * PAD - GAP * max(worst[1] - 1, 0)) / max(worst[0], 1)
+    return (height - 2 * PAD - GAP * max(worst[1] - 1, 0)) / max(worst[0], 1)
 
 
-def _layout(totals: list[dict[str, int]], scale: float, n: int) -> list[dict[str, list[float]]]:
+def _place(totals: list[dict[str, int]], scale: float, n: int) -> list[dict[str, list[float]]]:
     """Per column, code → [x, y, height, out offset, in offset]; largest nodes first."""
-    step = (WIDTH - 2 * PAD - NODE_W - 160) / max(n - 1, 1)
+    step = (WIDTH - 2 * PAD - NODE_W - LABEL_ROOM) / max(n - 1, 1)
     out = []
     for i, column in enumerate(totals):
         y, placed = float(PAD), {}
@@ -76,14 +159,15 @@ def _layout(totals: list[dict[str, int]], scale: float, n: int) -> list[dict[str
     return out
 
 
-def _links(
-    links: Sequence[tuple[int, str, str, int]], nodes: list[dict[str, list[float]]], scale: float
-) -> list[str]:
-    parts = []
+def _bands(
+    links: Sequence[Link], nodes: list[dict[str, list[float]]], scale: float
+) -> list[FlowBand]:
+    out = []
     order = sorted(
         links,
         key=lambda link: (link[0], nodes[link[0]][link[1]][1], nodes[link[0] + 1][link[2]][1]),
     )
+    first = sorted(nodes[0]) if nodes else []
     for i, a, b, w in order:
         source, target = nodes[i][a], nodes[i + 1][b]
         width = max(w * scale, 1.0)
@@ -91,32 +175,6 @@ def _links(
         y1 = target[1] + target[4] + width / 2
         source[3] += width
         target[4] += width
-        x0, x1 = source[0] + NODE_W, target[0]
-        mid = (x0 + x1) / 2
-        colour = PALETTE[sorted(nodes[0]).index(a) % len(PALETTE)] if i == 0 else "#999999"
-        parts.append(
-            f'<path d="M{x0:.1f},{y0:.1f} C{mid:.1f},{y0:.1f} {mid:.1f},{y1:.1f} {x1:.1f},{y1:.1f}"'
-            f' fill="none" stroke="{colour}" stroke-opacity="0.35" stroke-width="{width:.1f}">'
-            f"<title>{escape(a)} → {escape(b)}: {w}</title></path>"
-        )
-    return parts
-
-
-def _nodes(
-    columns: Sequence[str],
-    nodes: list[dict[str, list[float]]],
-    href: Callable[[str, str], str],
-    names: Callable[[str, str], str],
-) -> list[str]:
-    parts = []
-    for i, placed in enumerate(nodes):
-        for code, (x, y, height, _, _) in placed.items():
-            label = escape(names(columns[i], code))
-            parts.append(
-                f'<a href="{escape(href(columns[i], code))}">'
-                f'<rect x="{x:.1f}" y="{y:.1f}" width="{NODE_W}" height="{height:.1f}" '
-                f'fill="#3b4a5a"><title>{label}</title></rect>'
-                f'<text x="{x + NODE_W + 4:.1f}" y="{y + height / 2 + 4:.1f}" font-size="11">'
-                f"{label}</text></a>"
-            )
-    return parts
+        colour = PALETTE[first.index(a) % len(PALETTE)] if i == 0 else LINK_GREY
+        out.append(FlowBand(a, b, w, source[0] + NODE_W, y0, target[0], y1, width, colour))
+    return out

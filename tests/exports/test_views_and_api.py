@@ -3,6 +3,7 @@ adjudicators; annotators and strangers get 404), the progress partial, downloads
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -98,13 +99,23 @@ def test_adjudicator_sees_the_analysis_with_links_csv_and_flow(client, world) ->
     client.force_login(adjudicator)
     url = reverse("exports:analysis", args=[world.study.pk])
     page = client.get(url).content.decode()
-    assert '<svg class="flow"' in page and "<script" not in page.split("</head>")[1]
+    assert '<svg class="flow"' in page
+    assert not re.findall(r"<script(?![^>]*\bsrc=)", page)  # no inline script (CSP)
     assert 'id="cross-symptom-fix"' in page
     issues = reverse("exports:analysis_issues", args=[world.study.pk])
     assert f'href="{issues}?label=symptom%3Afailure' in page
     csv = client.get(url, {"download": "cross-symptom-fix"})
     assert csv["Content-Type"].startswith("text/csv")
-    assert csv.content.decode().splitlines() == [
+    assert csv.content.decode().splitlines() == [  # leaf level by default
+        "symptom,version,config",
+        "hang,0,1",
+        "oom,1,1",
+        "crash,0,0",
+        "slow,1,0",
+        "other,0,0",
+    ]
+    top = client.get(url, {"download": "cross-symptom-fix", "level": "1", "format": "csv"})
+    assert top.content.decode().splitlines() == [
         "symptom,version,config",
         "failure,1,2",
         "slow,1,0",
@@ -136,8 +147,9 @@ def test_api_starts_reads_and_downloads_an_export(world) -> None:  # type: ignor
     assert body.count(b"\n") == 3
     bad = api.post(f"/api/studies/{world.study.pk}/exports/", {"format": "docx"}, format="json")
     assert bad.status_code == 400
-    tables = api.get(f"/api/studies/{world.study.pk}/analysis/").json()
-    assert [t["id"] for t in tables][:1] == ["share-symptom"]
+    analysis = api.get(f"/api/studies/{world.study.pk}/analysis/").json()
+    assert [t["id"] for t in analysis["tables"]][:1] == ["share-symptom"]
+    assert analysis["levels"] == {"symptom": "leaf"} and analysis["decided"] == 4
 
 
 def test_the_wizard_imports_round1_and_writes_nothing_before_confirming(

@@ -1,0 +1,191 @@
+"""The agreed dataset as the analysis reads it, and the records the methods paragraph cites
+(the Django side of `analysis.py` and `methods.py`).
+
+The analysis counts the rows the final-dataset export writes: `rows.final_rows` over the same
+filtered items, turned into `analysis.Record`s, so a table and a crosstab of the exported file
+agree cell for cell (tests/exports/test_analysis_matches_export.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Count
+
+from annotator.adjudication.models import Decision
+from annotator.agreement.models import AgreementRun
+from annotator.issues.models import Repository
+from annotator.studies.models import Annotation, Item, Membership, Selection, Study
+
+from .analysis import (
+    Dataset,
+    FacetScheme,
+    Node,
+    Scheme,
+    Table,
+    analysis_tables,
+    check_stage,
+    flow_facets,
+    flow_links,
+    parse_levels,
+    record_from_export_row,
+    tree_order,
+)
+from .methods import (
+    AgreementFacts,
+    FacetFacts,
+    MethodsFacts,
+    RoundFacts,
+    SelectionFacts,
+    agreement_facts,
+)
+from .rows import FILTER_KEYS as ANALYSIS_FILTERS
+from .rows import Codebook, filtered_items, final_rows, load_codebook
+
+
+def scheme_of(book: Codebook) -> Scheme:
+    """Each facet's categories in codebook order, as a tree."""
+    by_facet: dict[str, list[Node]] = {}
+    for pk in sorted(book.categories, key=lambda c: book.order[c]):
+        key, code, path = book.categories[pk]
+        by_facet.setdefault(key, []).append(Node(code, book.names[key].get(code, code), path))
+    facets = tuple(
+        FacetScheme(f.key, f.name, f.kind == "multi", tree_order(by_facet.get(f.key, [])))
+        for f in book.facets
+    )
+    return Scheme(facets)
+
+
+def study_dataset(study: Study, filters: dict[str, Any] | None = None) -> Dataset:
+    """The study's decided items passing the export filters (round, source, screening,
+    repository), with their final labels."""
+    items = filtered_items(study, dict(filters or {}))
+    book = load_codebook(study.codebook_version)
+    scheme = scheme_of(book)
+    records = (record_from_export_row(row, scheme) for row in final_rows(items, book))
+    return Dataset(scheme, [r for r in records if r is not None])
+
+
+def _described_filters(filters: dict[str, Any]) -> dict[str, str]:
+    """A selection's stored filters with the repository by name (`hpcaitech/ColossalAI`)."""
+    out = {k: str(v) for k, v in filters.items() if v not in (None, "")}
+    if out.get("repository", "").isdigit():
+        repository = Repository.objects.filter(pk=int(out["repository"])).first()
+        out["repository"] = repository.full_name if repository else f"#{out['repository']}"
+    return out
+
+
+def _selections(study: Study) -> list[SelectionFacts]:
+    return [
+        SelectionFacts(
+            round=s.round.number,
+            filters=_described_filters(s.filters),
+            matched=s.matched,
+            sample_size=s.sample_size,
+            seed=s.seed,
+            stratified=bool(s.stratified_by),
+            sampled=s.sampled,
+            added=s.added,
+            strata=s.strata or {},
+        )
+        for s in Selection.objects.filter(study=study).select_related("round")
+    ]
+
+
+def _facets(scheme: Scheme) -> list[FacetFacts]:
+    return [
+        FacetFacts(f.name, f.multi, len(f.nodes), len(f.leaves()), f.levels) for f in scheme.facets
+    ]
+
+
+def _agreement(study: Study) -> list[AgreementFacts]:
+    """The latest succeeded run of each round (and of all rounds), by round number."""
+    runs = (
+        AgreementRun.objects.filter(study=study, status=AgreementRun.Status.SUCCEEDED)
+        .exclude(result=None)
+        .select_related("round")
+        .order_by("-finished_at", "-pk")
+    )
+    latest: dict[int | None, dict[str, Any]] = {}
+    for run in runs:
+        number = run.round.number if run.round else None
+        if number not in latest and run.result:
+            latest[number] = run.result
+    order = sorted(latest, key=lambda n: (n is None, n or 0))
+    return [agreement_facts(latest[n], n) for n in order]
+
+
+def methods_facts(study: Study) -> MethodsFacts:
+    """What the methods paragraph says, read from the study's records."""
+    book = load_codebook(study.codebook_version)
+    version = study.codebook_version
+    items = Item.objects.filter(study=study)
+    rounds = [
+        RoundFacts(r.number, r.kind, r.n_items)
+        for r in study.rounds.annotate(n_items=Count("items")).order_by("number")
+    ]
+    submitting = (
+        Annotation.objects.filter(assignment__item__study=study, status=Annotation.Status.SUBMITTED)
+        .values("assignment__annotator")
+        .distinct()
+        .count()
+    )
+    decisions = Decision.objects.filter(item__study=study)
+    sources = dict(decisions.values_list("source").annotate(n=Count("pk")).order_by("source"))
+    reason_labels = dict(Decision.Reason.choices)
+    reasons = {
+        str(reason_labels.get(r, r)): n
+        for r, n in decisions.filter(source=Decision.Source.ADJUDICATED)
+        .values_list("reason")
+        .annotate(n=Count("pk"))
+        .order_by("-n", "reason")
+    }
+    return MethodsFacts(
+        study=study.name,
+        codebook=version.codebook.name,
+        version=version.number,
+        facets=_facets(scheme_of(book)),
+        k=study.overlap_k,
+        annotators=submitting,
+        members=study.memberships.filter(role=Membership.Role.ANNOTATOR).count(),
+        selections=_selections(study),
+        rounds=rounds,
+        agreement=_agreement(study),
+        items=items.count(),
+        decisions=sources,
+        reasons=reasons,
+    )
+
+
+@dataclass
+class Analysis:
+    """One request's analysis: the filters, stage and levels it was asked for and its tables."""
+
+    study: Study
+    filters: dict[str, str]
+    stage: str
+    levels: dict[str, int | None]
+    data: Dataset  # the decided items passing the filters, within the stage if one is given
+    tables: list[Table]
+    flow_columns: list[str]
+
+    def flow_links(self) -> list[tuple[int, str, str, int]]:
+        return flow_links(self.data, self.flow_columns, self.levels)
+
+
+def run_analysis(study: Study, query: Mapping[str, str]) -> Analysis:
+    """The analysis a page or API query asks for: export filters (round, source, screening,
+    repository), `stage` and `level` / `level-<facet>`. Raises ExportFilterError or
+    AnalysisParameterError naming the parameter."""
+    filters = {
+        k: str(query[k]).strip() for k in ANALYSIS_FILTERS if str(query.get(k) or "").strip()
+    }
+    data = study_dataset(study, filters)
+    levels = parse_levels(query, data.scheme)
+    stage = check_stage(query.get("stage"), data.scheme)
+    if stage:
+        data = data.in_stage(stage)
+    tables = analysis_tables(data, levels)
+    return Analysis(study, filters, stage, levels, data, tables, flow_facets(data.scheme))
