@@ -89,6 +89,11 @@ class QueueEntryOutput(serializers.Serializer):
     title = serializers.CharField(source="item.issue.title")
     agreement = serializers.FloatField(source="value")
     disagreeing_facets = serializers.SerializerMethodField()
+    unsure_facets = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="keys of the facets an annotator marked unsure (why an item the annotators "
+        "agree on can wait here)",
+    )
 
     def get_disagreeing_facets(self, entry: ItemAgreement) -> list[str]:
         return [facet.key for facet in entry.disagreeing_facets.all()]
@@ -152,7 +157,8 @@ class HistoryChangeOutput(serializers.Serializer):
 # --- views ------------------------------------------------------------------------------------
 class QueueApi(generics.ListAPIView):
     """The disagreement queue, lowest agreement first (`count` is how many remain); filter with
-    `?facet=<key>` and `?round=<number>`. Owners and adjudicators."""
+    `?facet=<key>` (the annotators differ in it, or one marked it unsure) and
+    `?round=<number>`. Owners and adjudicators."""
 
     serializer_class = QueueEntryOutput
 
@@ -160,7 +166,11 @@ class QueueApi(generics.ListAPIView):
         study = _membership(self.request, self.kwargs["study_id"], SEE_ALL).study
         queue = services.disagreement_queue(study=study)
         if facet := self.request.query_params.get("facet"):
-            queue = queue.filter(disagreeing_facets__key=facet)
+            facets = codebook_schema(study.codebook_version).facets
+            found = next((f.id for f in facets if f.key == facet), None)
+            queue = (
+                services.disagreement_queue(study=study, facet_id=found) if found else queue.none()
+            )
         if (number := self.request.query_params.get("round", "")).isdigit():
             queue = queue.filter(item__round__number=int(number))
         return queue.prefetch_related("disagreeing_facets")

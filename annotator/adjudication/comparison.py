@@ -16,6 +16,7 @@ class Cell:
     index: int  # the annotator's column, 1-based: the key that takes their labels
     ids: list[int]
     labels: list[tuple[str, str, bool]] = field(default_factory=list)  # code, name, not shared
+    unsure: bool = False  # the annotator marked this facet unsure
 
     @property
     def ids_text(self) -> str:
@@ -59,6 +60,7 @@ def compare(schema: CodebookSchema, annotations: Sequence[Annotation]) -> list[R
                     (lb.category.code, lb.category.name, lb.category_id not in shared)
                     for lb in column
                 ],
+                unsure=node.key in annotations[i].unsure,
             )
             for i, column in enumerate(columns)
         ]

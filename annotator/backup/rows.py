@@ -131,8 +131,9 @@ class TablePlan:
         self.columns = [
             f for f in model._meta.concrete_fields if not (f.primary_key and self.generated)
         ]
-        names = {f.name for f in self.archived}
-        self.defaults = {f.attname: default(f) for f in self.columns if f.name not in names}
+        # Every column's, not only those left out of archives: an older archive lacks the
+        # fields added since (schema.check_compatible admits those that have a default).
+        self.defaults = {f.attname: default(f) for f in self.columns}
         self.adapters = [
             None if f.get_internal_type() in PLAIN else _adapter(f, connection)
             for f in self.columns

@@ -67,11 +67,29 @@ ITEM_COLUMNS = (
 )
 
 
+def unsure_column(facet: FacetSpec) -> Column:
+    """`<facet>_unsure`: whether the annotator marked the facet unsure (chosen or not)."""
+    return Column(
+        f"{column_base(facet.key)}_unsure",
+        "bool",
+        f"{facet.name}: the annotator marked it unsure (whether or not they chose a category)",
+    )
+
+
+UNSURE_FACETS = Column(
+    "unsure",
+    "list",
+    "Keys of the facets some annotator marked unsure in a submitted annotation of the item "
+    "(a set; ';'-joined in CSV/XLSX); empty when none",
+)
+
+
 def final_dataset_columns(facets: Sequence[FacetSpec]) -> list[Column]:
     """Columns of the final dataset: one row per item, the agreed label of each facet."""
     columns = [*ITEM_COLUMNS, Column("title", "str", "Issue title")]
     for facet in facets:
         columns.extend(facet_columns(facet))
+    columns.append(UNSURE_FACETS)
     columns.append(
         Column(
             "decision_source",
@@ -84,10 +102,12 @@ def final_dataset_columns(facets: Sequence[FacetSpec]) -> list[Column]:
 
 
 def annotator_sheet_columns(facets: Sequence[FacetSpec]) -> list[Column]:
-    """Columns of one annotator's sheet in the XLSX: the final-dataset layout, one annotator."""
+    """Columns of one annotator's sheet in the XLSX: the final-dataset layout, one annotator,
+    with `<facet>_unsure` after each facet's columns."""
     columns = [*ITEM_COLUMNS, Column("title", "str", "Issue title")]
     for facet in facets:
         columns.extend(facet_columns(facet))
+        columns.append(unsure_column(facet))
     columns.append(Column("submitted_at", "timestamp", "When the annotation was submitted (UTC)"))
     columns.append(Column("seconds_spent", "int", "Seconds the annotator spent on the item"))
     return columns
@@ -97,8 +117,14 @@ LONG_TABLE_COLUMNS = (
     *ITEM_COLUMNS,
     Column("facet", "str", "Facet key (screening, stage, symptom, root-cause, fix-pattern, …)"),
     Column("annotator", "str", "Username of the annotator"),
-    Column("category", "str", "Code of the chosen category (the leaf, for hierarchical facets)"),
+    Column(
+        "category",
+        "str",
+        "Code of the chosen category (the leaf, for hierarchical facets); empty on the row of "
+        "a facet marked unsure with no category chosen",
+    ),
     Column("category_l1", "str", "Code of its top-level ancestor (= category when flat)"),
+    Column("unsure", "bool", "The annotator marked this facet unsure"),
     Column("codebook_version", "int", "Number of the codebook version the label was given in"),
     Column("submitted_at", "timestamp", "When the annotation was submitted (UTC)"),
     Column("seconds_spent", "int", "Seconds the annotator spent on the whole item"),

@@ -155,6 +155,45 @@ def _merge(
             yield item, []
 
 
+class _Lookahead:
+    """The groups of a stream ordered by item id (first value), taken by ascending item id: a
+    third stream beside `_merge`'s two, without holding it."""
+
+    def __init__(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        self.groups = _groups(rows)
+        self.pending = next(self.groups, None)
+
+    def take(self, key: Any) -> list[tuple[Any, ...]]:
+        while self.pending is not None and self.pending[0] < key:
+            self.pending = next(self.groups, None)
+        if self.pending is None or self.pending[0] != key:
+            return []
+        found = self.pending[1]
+        self.pending = next(self.groups, None)
+        return found
+
+
+def _unsure_of_items(items: QuerySet[Item]) -> _Lookahead:
+    """Per item, the unsure lists of its submitted annotations that have any."""
+    rows = (
+        Annotation.objects.filter(
+            status=Annotation.Status.SUBMITTED, assignment__item__in=items.values("pk")
+        )
+        .exclude(unsure=[])
+        .order_by("assignment__item_id", "pk")
+        .values_list("assignment__item_id", "unsure")
+        .iterator(chunk_size=CHUNK)
+    )
+    return _Lookahead(rows)
+
+
+def _in_facet_order(book: Codebook, keys: Iterable[str]) -> list[str]:
+    """Facet keys once each, in the codebook's order (keys of no facet of it last)."""
+    wanted = set(keys)
+    known = [f.key for f in book.facets if f.key in wanted]
+    return known + sorted(wanted - set(known))
+
+
 def _fill_labels(row: dict[str, Any], book: Codebook, category_ids: Iterable[int]) -> None:
     """Set the facet columns of `row` from the chosen categories (hierarchical: per level)."""
     kinds = {f.key: f for f in book.facets}
@@ -174,7 +213,8 @@ def _fill_labels(row: dict[str, Any], book: Codebook, category_ids: Iterable[int
 
 
 def final_rows(items: QuerySet[Item], book: Codebook) -> Iterator[dict[str, Any]]:
-    """One row per item: its issue, its decision's labels, source and time (empty if none)."""
+    """One row per item: its issue, its decision's labels, source and time (empty if none),
+    and the facets any submitted annotation of it marked unsure."""
     heads = (
         items.order_by("pk")
         .values_list(*ITEM_FIELDS, "decision__source", "decision__updated_at")
@@ -186,17 +226,21 @@ def final_rows(items: QuerySet[Item], book: Codebook) -> Iterator[dict[str, Any]
         .values_list("decision__item_id", "category_id")
         .iterator(chunk_size=CHUNK)
     )
+    unsure = _unsure_of_items(items)
     for head, chosen in _merge(heads, labels):
         row = _item_row(head)
         row["decision_source"], row["decided_at"] = head[7], head[8]
         _fill_labels(row, book, (c for _, c in chosen))
+        marks = unsure.take(head[0])
+        row["unsure"] = _in_facet_order(book, (key for _, keys in marks for key in keys))
         yield row
 
 
 def annotator_rows(
     items: QuerySet[Item], book: Codebook, annotator_id: int
 ) -> Iterator[dict[str, Any]]:
-    """One row per item the annotator submitted: that annotator's labels, time and seconds."""
+    """One row per item the annotator submitted: that annotator's labels, whether they marked
+    each facet unsure, time and seconds."""
     prefix = "assignment__item__"
     fields = ["assignment__item_id", *(prefix + f for f in ITEM_FIELDS[1:])]
     heads = (
@@ -206,7 +250,7 @@ def annotator_rows(
             assignment__item__in=items.values("pk"),
         )
         .order_by("assignment__item_id")
-        .values_list(*fields, "submitted_at", "seconds_spent")
+        .values_list(*fields, "submitted_at", "seconds_spent", "unsure")
         .iterator(chunk_size=CHUNK)
     )
     labels = (
@@ -222,47 +266,75 @@ def annotator_rows(
     for head, chosen in _merge(heads, labels):
         row = _item_row(head)
         row["submitted_at"], row["seconds_spent"] = head[7], head[8]
+        for facet in book.facets:
+            row[f"{column_base(facet.key)}_unsure"] = facet.key in head[9]
         _fill_labels(row, book, (c for _, c in chosen))
         yield row
 
 
 def long_rows(items: QuerySet[Item], book: Codebook) -> Iterator[dict[str, Any]]:
-    """One row per label given in a submitted annotation (the tidy table for group-bys)."""
+    """One row per label given in a submitted annotation (the tidy table for group-bys), with
+    `unsure` where the annotator marked the facet unsure, and one row without a category for
+    each facet marked unsure where they chose none."""
     heads = items.order_by("pk").values_list(*ITEM_FIELDS).iterator(chunk_size=CHUNK)
-    labels = (
-        AnnotationLabel.objects.filter(
-            annotation__status=Annotation.Status.SUBMITTED,
-            annotation__assignment__item__in=items.values("pk"),
+    # From the annotations, their labels joined (LEFT): one marked unsure without any label
+    # still comes through.
+    given = (
+        Annotation.objects.filter(
+            status=Annotation.Status.SUBMITTED,
+            assignment__item__in=items.values("pk"),
         )
-        .order_by("annotation__assignment__item_id", "annotation_id", "category_id")
+        .order_by("assignment__item_id", "pk", "labels__category_id")
         .values_list(
-            "annotation__assignment__item_id",
-            "annotation__assignment__annotator_id",
-            "category_id",
-            "annotation__codebook_version_id",
-            "annotation__submitted_at",
-            "annotation__seconds_spent",
+            "assignment__item_id",
+            "pk",
+            "assignment__annotator_id",
+            "labels__category_id",
+            "codebook_version_id",
+            "submitted_at",
+            "seconds_spent",
+            "unsure",
         )
         .iterator(chunk_size=CHUNK)
     )
     usernames = dict(get_user_model().objects.values_list("pk", "username"))
-    for head, given in _merge(heads, labels):
-        if not given:
+    for head, rows in _merge(heads, given):
+        if not rows:
             continue
         base = _item_row(head)
         del base["title"]
-        for _, annotator, category, version, submitted, seconds in given:
-            key, code, path = book.category(category)
-            yield {
-                **base,
-                "facet": key,
-                "annotator": usernames.get(annotator, str(annotator)),
-                "category": code,
-                "category_l1": path[0],
-                "codebook_version": book.versions.get(version),
-                "submitted_at": submitted,
-                "seconds_spent": seconds,
-            }
+        for _, annotation in itertools.groupby(rows, key=lambda r: r[1]):
+            yield from _annotation_long_rows(base, book, list(annotation), usernames)
+
+
+def _annotation_long_rows(
+    base: dict[str, Any], book: Codebook, rows: list[tuple[Any, ...]], usernames: dict[int, str]
+) -> Iterator[dict[str, Any]]:
+    """One annotation's long-table rows: its labels, then its unsure facets without one."""
+    _, _, annotator, _, version, submitted, seconds, unsure = rows[0]
+    common = {
+        **base,
+        "annotator": usernames.get(annotator, str(annotator)),
+        "codebook_version": book.versions.get(version),
+        "submitted_at": submitted,
+        "seconds_spent": seconds,
+    }
+    labeled: set[str] = set()
+    for row in rows:
+        if row[3] is None:  # no label at all
+            continue
+        key, code, path = book.category(row[3])
+        labeled.add(key)
+        yield _long_row(common, key, code, path[0], key in unsure)
+    for key in _in_facet_order(book, unsure):
+        if key not in labeled:
+            yield _long_row(common, key, None, None, True)
+
+
+def _long_row(
+    common: dict[str, Any], facet: str, code: str | None, top: str | None, unsure: bool
+) -> dict[str, Any]:
+    return {**common, "facet": facet, "category": code, "category_l1": top, "unsure": unsure}
 
 
 def annotators_of(items: QuerySet[Item]) -> list[tuple[int, str]]:

@@ -34,20 +34,27 @@ Final dataset — one row per study item, the agreed labels (`final_dataset_colu
                                                category, `symptom_l2` = leaf; empty below the
                                                level the label stops at)
     multi-valued          `<facet>`            list of codes (`fix_pattern`)
-  · decision_source str (unanimous | majority | adjudicated | imported) · decided_at timestamp.
+  · unsure list (keys of the facets any annotator marked unsure in a submitted annotation of
+  the item, in the codebook's order; empty when none) · decision_source str (unanimous |
+  majority | adjudicated | imported) · decided_at timestamp. An item marked unsure waits for a
+  person when the study routes unsure labels to adjudication, so its decision is then empty or
+  adjudicated, never unanimous or majority.
   Facet keys become column names with `-` → `_` (`root-cause` → `root_cause`). Codes, not
   names, are written: they stay stable when a category is renamed; the card lists the names.
 
 Annotator sheet (XLSX, one per annotator; `annotator_sheet_columns(facets)`): the same columns
-as the final dataset for that annotator's submitted labels, with submitted_at timestamp and
-seconds_spent int instead of decision_source/decided_at.
+as the final dataset for that annotator's submitted labels, each facet's followed by
+`<facet>_unsure` bool (they marked it unsure), without `unsure`, and with submitted_at
+timestamp and seconds_spent int instead of decision_source/decided_at.
 
 Long table — one row per label given (`LONG_TABLE_COLUMNS`), tidy for group-bys and agreement:
   item_id int · round int · repository str · number int · url str · facet str (key) ·
   annotator str (username) · category str (chosen code; the leaf of a hierarchical facet) ·
-  category_l1 str (its top-level ancestor) · codebook_version int · submitted_at timestamp ·
-  seconds_spent int (for the whole item, repeated on each of its labels).
-  A multi-valued facet gives one row per chosen category; an unlabelled facet gives no row.
+  category_l1 str (its top-level ancestor) · unsure bool (the annotator marked the facet
+  unsure) · codebook_version int · submitted_at timestamp · seconds_spent int (for the whole
+  item, repeated on each of its labels).
+  A multi-valued facet gives one row per chosen category; an unlabelled facet gives no row,
+  unless the annotator marked it unsure: then one row with empty category and category_l1.
 
 XLSX layout: one sheet per annotator plus `Final`, as the TOSEM 2023 study keeps its rounds.
 The XLSX writer is openpyxl in write-only mode: it streams each sheet's XML to a temporary file,

@@ -24,9 +24,10 @@ from taxonomy_app.models import CodebookVersion
 from . import services
 from .access import SEE_ALL, membership_or_404, own_assignment_or_404, signed_in
 from .codebook import codebook_schema
-from .errors import LabelErrors, StudyError
+from .errors import LabelErrors, StudyError, UnsureError
 from .models import Annotation, AnnotationLabel, Assignment, Membership, Round, Study
 from .services.progress import study_dashboard
+from .services.unsure import unsure_figures
 
 Role = Membership.Role
 
@@ -46,6 +47,8 @@ def _own_assignment(request: Request, assignment_id: int, *, write: bool = False
 def _refuse(error: StudyError) -> ValidationError:
     if isinstance(error, LabelErrors):
         return ValidationError({"labels": error.errors})
+    if isinstance(error, UnsureError):
+        return ValidationError({"unsure": [str(error)]})
     return ValidationError({"detail": str(error)})
 
 
@@ -61,7 +64,15 @@ class StudyOutput(serializers.ModelSerializer):
 
     class Meta:
         model = Study
-        fields = ["id", "name", "codebook_version", "overlap_k", "guidelines", "rounds"]
+        fields = [
+            "id",
+            "name",
+            "codebook_version",
+            "overlap_k",
+            "guidelines",
+            "route_unsure_to_adjudication",
+            "rounds",
+        ]
 
 
 class StudyInput(serializers.Serializer):
@@ -130,6 +141,13 @@ class WorkInput(serializers.Serializer):
     )
     notes = serializers.CharField(required=False, allow_blank=True, default="")
     seconds_spent = serializers.IntegerField(required=False, min_value=0, default=0)
+    unsure = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        default=list,
+        help_text="keys of the facets you are unsure about (chosen or not); omitted: none. "
+        "A key that is no facet of the study's codebook version is refused (400).",
+    )
 
 
 class SkipInput(serializers.Serializer):
@@ -147,6 +165,9 @@ class AnnotationOutput(serializers.Serializer):
     notes = serializers.CharField()
     submitted_at = serializers.DateTimeField(allow_null=True)
     labels = serializers.SerializerMethodField()
+    unsure = serializers.ListField(
+        child=serializers.CharField(), help_text="keys of the facets marked unsure"
+    )
 
     def get_labels(self, annotation: Annotation) -> dict[str, list[str]]:
         labels: dict[str, list[str]] = {}
@@ -161,6 +182,10 @@ class RoundProgressOutput(serializers.Serializer):
     in_progress = serializers.IntegerField()
     complete = serializers.IntegerField()
     annotators = serializers.ListField(child=serializers.DictField())
+    unsure = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="facet key → submitted annotations of the round that marked it unsure",
+    )
 
 
 # --- studies ----------------------------------------------------------------------------------
@@ -340,6 +365,7 @@ class _WorkApi(APIView):
                 labels=_labels_by_id(assignment, data.validated_data["labels"]),
                 notes=data.validated_data["notes"],
                 seconds_spent=data.validated_data["seconds_spent"],
+                unsure=data.validated_data["unsure"],
             )
         except StudyError as error:
             raise _refuse(error) from error
@@ -360,7 +386,8 @@ class DraftSaveApi(_WorkApi):
 
 
 class SubmitApi(_WorkApi):
-    """Submit labels; 400 with `labels: {facet key: message}` when they do not validate."""
+    """Submit labels; 400 with `labels: {facet key: message}` when they do not validate, or
+    `unsure: [message]` naming an unsure key that is no facet of the codebook."""
 
     service = staticmethod(services.submit_annotation)
 
@@ -406,12 +433,14 @@ class AnnotationListApi(generics.ListAPIView):
 
 
 class ProgressApi(APIView):
-    """Progress per round and annotator (owners and adjudicators)."""
+    """Progress per round and annotator, and the round's unsure marks by facet (owners and
+    adjudicators)."""
 
     @extend_schema(responses=RoundProgressOutput(many=True))
     def get(self, request: Request, study_id: int) -> Response:
         study = _membership(request, study_id, SEE_ALL).study
         rows = study_dashboard(study=study)
+        unsure = unsure_figures(study=study)
         data = [
             {
                 "round": row.round,
@@ -419,6 +448,7 @@ class ProgressApi(APIView):
                 "in_progress": row.in_progress,
                 "complete": row.complete,
                 "annotators": [vars(a) for a in row.annotators],
+                "unsure": {f.key: f.count for f in unsure[row.round.pk].facets},
             }
             for row in rows
         ]

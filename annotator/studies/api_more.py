@@ -34,6 +34,11 @@ ITEM_STATES = ["unassigned", "in progress", "complete"]  # ItemQuerySet.with_sta
 class StudyUpdateInput(serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False)
     guidelines = serializers.CharField(required=False, allow_blank=True)
+    route_unsure_to_adjudication = serializers.BooleanField(
+        required=False,
+        help_text="send items with an unsure label to adjudication even when the annotators "
+        "agree; a change applies at once to complete items no person decided",
+    )
 
 
 class RoundInput(serializers.Serializer):
@@ -126,7 +131,8 @@ class InvitationOutput(serializers.Serializer):
 
 # --- study ------------------------------------------------------------------------------------
 class StudyUpdateApi(APIView):
-    """Rename the study or rewrite its guidelines (owner only); omitted fields are kept."""
+    """Rename the study, rewrite its guidelines or turn the routing of unsure labels to
+    adjudication on or off (owner only); omitted fields are kept."""
 
     @extend_schema(request=StudyUpdateInput, responses=StudyOutput)
     def patch(self, request: Request, study_id: int) -> Response:
@@ -140,6 +146,7 @@ class StudyUpdateApi(APIView):
                 name=values.get("name", study.name),
                 guidelines=values.get("guidelines", study.guidelines),
                 overlap_k=study.overlap_k,
+                route_unsure_to_adjudication=values.get("route_unsure_to_adjudication"),
             )
         except StudyError as error:
             raise _refuse(error) from error

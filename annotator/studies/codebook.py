@@ -94,6 +94,13 @@ class CodebookSchema:
                 errors.setdefault(key, message)
         return rows, errors
 
+    def unsure_keys(self, keys: Iterable[str]) -> tuple[list[str], list[str]]:
+        """The facet keys of `keys` that are facets of this version, once each in the
+        codebook's order, and those that are not (as given): an annotation's "unsure" marks."""
+        wanted = {str(key) for key in keys}
+        known = [f.key for f in self.facets if f.key in wanted]
+        return known, sorted(wanted - set(known))
+
     def rule_errors(self, rows: Iterable[tuple[int, int]]) -> dict[str, str]:
         """The label rules these (facet id, category id) rows break, by facet key."""
         return check_labels(self.rules, self.codes(rows), self.infos)

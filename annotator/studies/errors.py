@@ -11,3 +11,7 @@ class LabelErrors(StudyError):
     def __init__(self, errors: dict[str, str]) -> None:
         self.errors = errors
         super().__init__("; ".join(f"{key}: {message}" for key, message in errors.items()))
+
+
+class UnsureError(StudyError):
+    """An "unsure" mark on a facet the annotation's codebook version does not have."""

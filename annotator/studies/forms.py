@@ -34,7 +34,7 @@ class StudyForm(forms.ModelForm):
 class StudyEditForm(forms.ModelForm):
     class Meta:
         model = Study
-        fields = ["name", "overlap_k", "guidelines"]
+        fields = ["name", "overlap_k", "guidelines", "route_unsure_to_adjudication"]
         widgets = {"guidelines": forms.Textarea(attrs={"rows": 12})}
 
 

@@ -7,6 +7,7 @@
 //   o                    propose a category          x   skip        t   notes
 //   Enter                submit (Ctrl+Enter from the notes)            ?   shortcuts
 //   Shift+D  definition pane   Shift+G  guidelines   Shift+W  wrap code lines
+//   Shift+U  unsure about the current facet (again: no longer)
 // The commands added later are upper case (Shift) or named keys: every lower-case letter but
 // f n o p t x is an option key on a long facet.
 (function () {
@@ -50,6 +51,7 @@
     sayTimer = setTimeout(function () { box.textContent = ""; }, 6000);
   }
   function facetName(facet) { return facet.querySelector(".facet-name").textContent; }
+  function unsureBox(facet) { return facet.querySelector("[data-unsure]"); }
 
   // --- the one-line summary of each facet's choice -------------------------------------------
   function summarise(facet) {
@@ -60,6 +62,15 @@
     if (!box) return;
     box.textContent = names.length ? names.join(", ") : "— not chosen";
     box.classList.toggle("none", !names.length);
+    // Unsure in words, not a colour alone: a folded facet shows only this line.
+    var unsure = unsureBox(facet);
+    facet.classList.toggle("unsure", !!(unsure && unsure.checked));
+    if (unsure && unsure.checked) {
+      var mark = document.createElement("span");
+      mark.className = "unsure-mark";
+      mark.textContent = "unsure";
+      box.append(" · ", mark);
+    }
   }
   function summariseAll() { facets().forEach(summarise); }
 
@@ -124,11 +135,23 @@
     if (any) { changed(); say(facetName(facet) + " cleared (Ctrl+Z undoes)."); }
   }
 
+  function toggleUnsure() {
+    var facet = facets()[current];
+    var box = facet && unsureBox(facet);
+    if (!box) return false;
+    box.checked = !box.checked;
+    changed();
+    say((box.checked ? "Unsure about " : "No longer unsure about ") + facetName(facet) + " (Ctrl+Z undoes).");
+    return true;
+  }
+
   // --- undo: every change within this item, the latest first -----------------------------------
+  // The choices and the unsure boxes: what undo restores.
+  var TRACKED = "[data-option] input, [data-unsure]";
   function state() {
     var f = form();
     if (!f) return "";
-    return Array.prototype.map.call(f.querySelectorAll("[data-option] input:checked"), function (i) {
+    return Array.prototype.filter.call(f.querySelectorAll(TRACKED), function (i) { return i.checked; }).map(function (i) {
       return i.name + "=" + i.value;
     }).sort().join("&");
   }
@@ -143,7 +166,7 @@
     var wanted = previous ? previous.split("&") : [];
     var f = form();
     var touched = null;
-    f.querySelectorAll("[data-option] input").forEach(function (input) {
+    f.querySelectorAll(TRACKED).forEach(function (input) {
       var on = wanted.indexOf(input.name + "=" + input.value) !== -1;
       if (input.checked !== on) { input.checked = on; touched = touched || input.closest("[data-facet]"); }
     });
@@ -483,6 +506,7 @@
     if (shifted === "D") setPane(pane() ? pane().hidden : false);
     else if (shifted === "G") setDrawer(drawer() ? drawer().hidden : false);
     else if (shifted === "W") setWrap(!document.querySelector("[data-thread]").classList.contains("wrap-code"));
+    else if (shifted === "U") handled = toggleUnsure();
     else if (event.key === "?") toggleShortcuts();
     else {
       var key = event.key.toLowerCase();
@@ -511,7 +535,7 @@
   (function () {
     var all = facets();
     var start = all.findIndex(function (f) { return f.classList.contains("invalid"); });
-    if (start === -1) start = all.findIndex(function (f) { return !f.querySelector("input:checked"); });
+    if (start === -1) start = all.findIndex(function (f) { return !f.querySelector("[data-option] input:checked"); });
     setCurrent(start === -1 ? 0 : start, true);
   })();
 })();

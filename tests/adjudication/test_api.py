@@ -46,6 +46,7 @@ def test_queue_lists_undecided_items_with_the_count(scene, disputed):
         "title": disputed.issue.title,
         "agreement": 0,
         "disagreeing_facets": ["symptom"],
+        "unsure_facets": [],
     }
     assert data["results"][0]["agreement"] == pytest.approx(0.5)
     filtered = api(scene.owner).get(f"/api/studies/{scene.study.pk}/queue/?facet=fix").json()

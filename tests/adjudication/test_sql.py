@@ -16,7 +16,7 @@ from annotator.adjudication.models import (
     DecisionLabel,
     ItemAgreement,
 )
-from annotator.studies.models import Annotation, AnnotationLabel, Item
+from annotator.studies.models import Annotation, AnnotationLabel, Item, Study
 from annotator.studies.services import next_assignment, save_draft
 from tests.adjudication.helpers import Scene, label_next
 
@@ -41,11 +41,15 @@ def orm_lock_item(item_id: int) -> sql.ItemState | None:
         "majority_rule", flat=True
     )
     return sql.ItemState(
-        item.submitted_count, item.quota, item.study.codebook_version_id, bool(majority.first())
+        item.submitted_count,
+        item.quota,
+        item.study.codebook_version_id,
+        bool(majority.first()),
+        item.study.route_unsure_to_adjudication,
     )
 
 
-def orm_submitted_label_sets(item_id: int) -> list[dict[int, frozenset[int]]]:
+def orm_submitted_annotations(item_id: int) -> list[sql.Submitted]:
     annotations = Annotation.objects.filter(
         assignment__item_id=item_id, status=Annotation.Status.SUBMITTED
     ).order_by("pk")
@@ -54,18 +58,26 @@ def orm_submitted_label_sets(item_id: int) -> list[dict[int, frozenset[int]]]:
         sets: dict[int, set[int]] = {}
         for label in annotation.labels.all():
             sets.setdefault(label.facet_id, set()).add(label.category_id)
-        out.append({f: frozenset(c) for f, c in sets.items()})
+        labels = {f: frozenset(c) for f, c in sets.items()}
+        out.append(sql.Submitted(labels, tuple(annotation.unsure)))
     return out
+
+
+def orm_submitted_label_sets(item_id: int) -> list[dict[int, frozenset[int]]]:
+    return [annotation.labels for annotation in orm_submitted_annotations(item_id)]
 
 
 # --- tests ------------------------------------------------------------------------------------
 def test_lock_item_matches_the_orm(scene: Scene) -> None:
     item = label_next(scene, {"symptom": "hang"}, {"symptom": "crash"})
     assert sql.lock_item(item.pk) == orm_lock_item(item.pk)
-    assert sql.lock_item(item.pk) == (2, 2, scene.study.codebook_version_id, False)
+    assert sql.lock_item(item.pk) == (2, 2, scene.study.codebook_version_id, False, True)
     AdjudicationSettings.objects.create(study=scene.study, majority_rule=True)
     assert sql.lock_item(item.pk) == orm_lock_item(item.pk)
     assert sql.lock_item(item.pk).majority_rule is True  # type: ignore[union-attr]
+    Study.objects.filter(pk=scene.study.pk).update(route_unsure_to_adjudication=False)
+    assert sql.lock_item(item.pk) == orm_lock_item(item.pk)
+    assert sql.lock_item(item.pk).route_unsure is False  # type: ignore[union-attr]
     assert sql.lock_item(item.pk + 1000) is None is orm_lock_item(item.pk + 1000)
 
 
@@ -86,18 +98,33 @@ def test_submitted_label_sets_match_the_orm(scene: Scene) -> None:
     assert sql.submitted_label_sets(draft.item_id) == orm_submitted_label_sets(draft.item_id) == []
 
 
+def test_submitted_annotations_carry_their_unsure_facets_as_the_orm(scene: Scene) -> None:
+    item = label_next(scene, {"symptom": "hang"}, {"symptom": "hang"})
+    first, second = Annotation.objects.filter(assignment__item=item).order_by("pk")
+    Annotation.objects.filter(pk=first.pk).update(unsure=["screening", "symptom"])
+    AnnotationLabel.objects.filter(annotation=second).delete()  # unsure without any label
+    Annotation.objects.filter(pk=second.pk).update(unsure=["fix"])
+    ours = sql.submitted_annotations(item.pk)
+    assert ours == orm_submitted_annotations(item.pk)
+    assert [a.unsure for a in ours] == [("screening", "symptom"), ("fix",)]
+    assert ours[1].labels == {}
+
+
 def test_store_item_agreement_writes_what_update_or_create_would(scene: Scene) -> None:
     item = label_next(scene, {"symptom": "hang"}, {"symptom": "crash"})
     twin = label_next(scene, {"symptom": "hang"}, {"symptom": "crash"})
     facets = sorted(scene.world.labels())[:2]
-    for value, disagreeing in ((0.25, facets), (0.75, facets[:1])):
-        ours = sql.store_item_agreement(item.pk, value, disagreeing)
-        theirs, _ = ItemAgreement.objects.update_or_create(item=twin, defaults={"value": value})
+    for value, disagreeing, unsure in ((0.25, facets, ["symptom"]), (0.75, facets[:1], [])):
+        ours = sql.store_item_agreement(item.pk, value, disagreeing, unsure)
+        theirs, _ = ItemAgreement.objects.update_or_create(
+            item=twin, defaults={"value": value, "unsure_facets": unsure}
+        )
         theirs.disagreeing_facets.set(disagreeing)
         rows = [ItemAgreement.objects.get(pk=x.pk) for x in (ours, theirs)]
         assert [
-            (r.value, sorted(r.disagreeing_facets.values_list("pk", flat=True))) for r in rows
-        ] == [(value, sorted(disagreeing))] * 2
+            (r.value, sorted(r.disagreeing_facets.values_list("pk", flat=True)), r.unsure_facets)
+            for r in rows
+        ] == [(value, sorted(disagreeing), unsure)] * 2
     assert ItemAgreement.objects.filter(item=item).count() == 1
 
 

@@ -3,7 +3,9 @@
 Main round (k = 2, four ColossalAI issues with comments): an item both annotators agree on
 (decided unanimously), one they disagree on (adjudicated, with a reason), one with a disagreement
 on the multi-choice facet left in the queue and released for discussion (with a comment), and
-one the first annotator skipped, the second submitted and a third left as a draft. Calibration
+one the first annotator skipped, the second submitted and a third left as a draft; "unsure"
+marks on a submitted annotation of the queued item and on the draft, and the study's routing of
+unsure labels turned off (not its default). Calibration
 round: two DeepSpeed issues (a renamed repository, with its former name) both annotators agree
 on, an agreement run of it that passed calibration, and one over all rounds. A proposal accepted
 into v2 of the codebook (which also splits a category and moves an older one under the new
@@ -43,6 +45,7 @@ from annotator.studies.services import (
     select_issues,
     skip_assignment,
     submit_annotation,
+    update_study,
 )
 from taxonomy_app.services import (
     accept_proposal,
@@ -67,7 +70,12 @@ MAIN: list[tuple[Any, Any]] = [
         {"screening": "relevant", "symptom": "crash", "fix": ["version"]},
     ),
     (
-        {"screening": "relevant", "symptom": "slow", "fix": ["version", "config"]},
+        {
+            "screening": "relevant",
+            "symptom": "slow",
+            "fix": ["version", "config"],
+            "unsure": ["fix"],
+        },
         {"screening": "relevant", "symptom": "slow", "fix": ["config"]},
     ),
     ("skip", {"screening": "not-a-bug"}),
@@ -155,6 +163,7 @@ def _label_everything(scene: Scene, person: Any, plan: dict[int, Any]) -> None:
             labels=scene.world.labels(**codes),
             notes=f"{person.username} on {assignment.item.issue_id}",
             seconds_spent=42,
+            unsure=codes.get("unsure", ()),
         )
 
 
@@ -175,7 +184,12 @@ def _third_annotator_drafts(scene: Scene) -> Any:
     assert assignment is not None
     labels = scene.world.labels(screening="relevant", fix=["version", "config"])
     save_draft(
-        assignment=assignment, user=drafter, labels=labels, notes="half done", seconds_spent=9
+        assignment=assignment,
+        user=drafter,
+        labels=labels,
+        notes="half done",
+        seconds_spent=9,
+        unsure=["symptom"],
     )
     return drafter
 
@@ -231,6 +245,14 @@ def _codebook_work(scene: Scene) -> None:
 
 
 def _study_records(scene: Scene) -> None:
+    study = scene.study
+    update_study(
+        study=study,
+        name=study.name,
+        guidelines=study.guidelines,
+        overlap_k=study.overlap_k,
+        route_unsure_to_adjudication=False,
+    )
     create_invitation(study=scene.study, user=scene.owner)
     ExportJob.objects.create(
         study=scene.study,

@@ -65,3 +65,12 @@ def _check_what_the_comparison_cannot_see(cursor, built) -> None:
     assert {row[0]["study"] for row in cursor.fetchall()} == {study_id}
     cursor.execute("SELECT count(*) FROM issues_issue WHERE search_vector IS NULL")
     assert cursor.fetchone() == (0,)  # indexed for search after the restore
+    # The fields that came after the first archives are carried, not left at their defaults.
+    cursor.execute(
+        "SELECT n.status, n.unsure::text FROM studies_annotation n WHERE n.unsure <> '[]'::jsonb"
+    )
+    assert sorted(cursor.fetchall()) == [("draft", '["symptom"]'), ("submitted", '["fix"]')]
+    cursor.execute("SELECT unsure_facets::text FROM adjudication_itemagreement")
+    assert sorted(row[0] for row in cursor.fetchall()) == ['["fix"]', *["[]"] * 4]
+    cursor.execute("SELECT route_unsure_to_adjudication FROM studies_study")
+    assert cursor.fetchall() == [(False,)]

@@ -41,6 +41,7 @@ def test_final_dataset_csv_has_one_row_per_item_with_levels_and_sets(world) -> N
         "symptom_l1",
         "symptom_l2",
         "fix",
+        "unsure",
         "decision_source",
         "decided_at",
     ]

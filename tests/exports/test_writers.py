@@ -64,6 +64,7 @@ def final_row(i: int) -> dict[str, Any]:
         "fix_pattern": []
         if i % 5 == 0
         else ["fix-communication-configuration", "fix-network-setting"][: 1 + i % 2],
+        "unsure": ["stage", "symptom"][: i % 3],
         "decision_source": "adjudicated",
         "decided_at": T0 + timedelta(seconds=i),
     }
@@ -87,19 +88,77 @@ def test_final_dataset_columns_follow_the_facet_shapes() -> None:
         "symptom_l2",
         "root_cause",
         "fix_pattern",
+        "unsure",
         "decision_source",
         "decided_at",
     ]
     assert {c.name: c.kind for c in FINAL}["fix_pattern"] == "list"
+    assert {c.name: c.kind for c in FINAL}["unsure"] == "list"
     assert [c.name for c in LONG_TABLE_COLUMNS][5:] == [
         "facet",
         "annotator",
         "category",
         "category_l1",
+        "unsure",
         "codebook_version",
         "submitted_at",
         "seconds_spent",
     ]
+
+
+def test_annotator_sheets_follow_each_facet_with_its_unsure_flag() -> None:
+    names = [c.name for c in annotator_sheet_columns(FACETS)]
+    assert names[6:] == [
+        "screening",
+        "screening_unsure",
+        "stage",
+        "stage_unsure",
+        "symptom_l1",
+        "symptom_l2",
+        "symptom_unsure",
+        "root_cause",
+        "root_cause_unsure",
+        "fix_pattern",
+        "fix_pattern_unsure",
+        "submitted_at",
+        "seconds_spent",
+    ]
+    assert {c.name: c.kind for c in annotator_sheet_columns(FACETS)}["stage_unsure"] == "bool"
+
+
+LONG_ROWS = [
+    {"item_id": 1, "facet": "symptom", "category": "hang", "unsure": True},
+    {"item_id": 1, "facet": "stage", "category": None, "unsure": True},  # unsure, no choice
+    {"item_id": 2, "facet": "symptom", "category": "oom", "unsure": False},
+]
+
+
+def test_unsure_reads_back_from_every_format() -> None:
+    """The final table's list of unsure facets and the long table's flag, as pandas reads
+    each format."""
+    readers: dict[str, Callable[[bytes], pd.DataFrame]] = {
+        "csv": lambda b: pd.read_csv(io.BytesIO(b), dtype_backend="numpy_nullable"),
+        "jsonl": lambda b: pd.read_json(io.BytesIO(b), lines=True),
+        "json": lambda b: pd.read_json(io.BytesIO(b)),
+        "parquet": lambda b: pd.read_parquet(io.BytesIO(b)),
+    }
+    writers = {"csv": write_csv, "jsonl": write_jsonl, "json": write_json}
+    writers["parquet"] = write_parquet
+    wanted = [r["unsure"] for r in ROWS]
+    for name, writer in writers.items():
+        final, long = io.BytesIO(), io.BytesIO()
+        writer(iter(ROWS), FINAL, final)
+        writer(iter(LONG_ROWS), LONG_TABLE_COLUMNS, long)
+        got = readers[name](final.getvalue())["unsure"].tolist()
+        if name == "csv":
+            got = [[] if pd.isna(v) else str(v).split(";") for v in got]
+        assert [list(v) for v in got] == wanted, name
+        flags = readers[name](long.getvalue())
+        assert flags["unsure"].tolist() == [True, True, False], name
+        assert pd.isna(flags["category"].tolist()[1]), name
+    csv_text = io.BytesIO()
+    write_csv(iter(LONG_ROWS), LONG_TABLE_COLUMNS, csv_text)
+    assert b",true," in csv_text.getvalue() and b",false," in csv_text.getvalue()
 
 
 def expected_frame() -> pd.DataFrame:
@@ -297,6 +356,7 @@ def long_rows(n: int) -> Iterator[dict[str, Any]]:
             "annotator": ("alice", "bob")[i % 2],
             "category": "hang-timeout",
             "category_l1": "program-failure",
+            "unsure": i % 7 == 0,
             "codebook_version": 1,
             "submitted_at": T0 + timedelta(seconds=i),
             "seconds_spent": i % 300,

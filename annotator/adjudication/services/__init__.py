@@ -9,6 +9,7 @@ from ..errors import AdjudicationError, DecisionConflict, LabelErrors
 from .decisions import (
     adjudicate_item,
     decide_item_if_complete,
+    reapply_decision_rules,
     release_item,
     set_majority_rule,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "may_discuss",
     "next_in_queue",
     "post_comment",
+    "reapply_decision_rules",
     "record_change",
     "relabel_queue",
     "release_item",

@@ -29,9 +29,11 @@ Source = Decision.Source
 @transaction.atomic(savepoint=False)
 def decide_item_if_complete(*, item: Item, schema: CodebookSchema | None = None) -> Decision | None:
     """Once all k annotations of `item` are submitted: store its agreement and decide it where
-    the rules allow (unanimous; majority when the study enables it and k ≥ 3); otherwise it
-    waits in the disagreement queue. Called again after a re-submit, it re-applies the rules to
-    an automatic decision; a person's decision stands. Returns the item's decision, if any.
+    the rules allow (unanimous; majority when the study enables it and k ≥ 3; neither while an
+    annotator marked a facet unsure and the study routes unsure labels to adjudication);
+    otherwise it waits in the disagreement queue. Called again after a re-submit, it re-applies
+    the rules to an automatic decision; a person's decision stands. Returns the item's
+    decision, if any.
 
     `schema`, the study's codebook structure when the caller has it, spares reading the facets
     (this runs inside every last submit of an item, so its queries count)."""
@@ -41,17 +43,24 @@ def decide_item_if_complete(*, item: Item, schema: CodebookSchema | None = None)
     state = sql.lock_item(item.pk)
     if state is None or state.submitted < state.quota:
         return None
-    version_id, majority = state.codebook_version_id, state.majority_rule
+    version_id = state.codebook_version_id
     if schema is not None and schema.version_id == version_id:
-        facets = [f.id for f in schema.facets]
+        facets = [(f.id, f.key) for f in schema.facets]
     else:
         schema = None
         facets = list(
             Facet.objects.filter(version=version_id)
             .order_by("order", "pk")
-            .values_list("pk", flat=True)
+            .values_list("pk", "key")
         )
-    outcome = rules.decide(sql.submitted_label_sets(item.pk), facets, majority=majority)
+    submitted = sql.submitted_annotations(item.pk)
+    outcome = rules.decide(
+        [a.labels for a in submitted],
+        [pk for pk, _ in facets],
+        majority=state.majority_rule,
+        unsure=_unsure_facets(submitted, [key for _, key in facets]),
+        route_unsure=state.route_unsure,
+    )
     _store_agreement(item.pk, outcome)
     decision = one_or_none(Decision.objects.select_for_update().filter(item=item.pk))
     if decision is not None and not decision.is_automatic:
@@ -70,9 +79,16 @@ def decide_item_if_complete(*, item: Item, schema: CodebookSchema | None = None)
     return decision
 
 
+def _unsure_facets(submitted: Sequence[sql.Submitted], keys: Sequence[str]) -> list[str]:
+    """The facet keys any annotation marked unsure, in the codebook's order (a key of no facet
+    of the version, which a submit refuses, last)."""
+    marked = {key for annotation in submitted for key in annotation.unsure}
+    return [k for k in keys if k in marked] + sorted(marked - set(keys))
+
+
 def _store_agreement(item_id: int, outcome: rules.Outcome) -> None:
     value = max(0.0, min(1.0, outcome.agreement))
-    sql.store_item_agreement(item_id, value, list(outcome.disagreeing))
+    sql.store_item_agreement(item_id, value, list(outcome.disagreeing), outcome.unsure)
 
 
 def _save_automatic(
@@ -177,6 +193,14 @@ def set_majority_rule(*, study: Study, enabled: bool) -> int:
     if enabled and study.overlap_k < 3:
         raise AdjudicationError("the majority rule needs k ≥ 3 annotators per item")
     AdjudicationSettings.objects.update_or_create(study=study, defaults={"majority_rule": enabled})
+    return reapply_decision_rules(study=study)
+
+
+@transaction.atomic
+def reapply_decision_rules(*, study: Study) -> int:
+    """Apply the decision rules again to the study's complete items that no person decided
+    (after a change of the rules: the majority rule, routing unsure labels to adjudication).
+    Returns how many items are decided automatically afterwards."""
     pending = Item.objects.filter(study=study, agreement__isnull=False).exclude(
         decision__source__in=[Source.ADJUDICATED, Source.IMPORTED]
     )

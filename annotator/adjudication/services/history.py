@@ -83,12 +83,15 @@ def annotation_snapshot(
     if labels is None:
         rows = AnnotationLabel.objects.filter(annotation=annotation)
         labels = _codes(rows.values_list("facet__key", "category__code"))
-    return {
+    snapshot = {
         "annotator": annotation.assignment.annotator.get_username(),
         "status": annotation.status,
         "labels": labels,
         "notes": annotation.notes,
     }
+    if annotation.unsure:  # only when marked: earlier snapshots, without the key, stay equal
+        snapshot["unsure"] = list(annotation.unsure)
+    return snapshot
 
 
 def decision_snapshot(

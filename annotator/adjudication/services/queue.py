@@ -3,8 +3,11 @@ re-labeling queue after codebook splits, and the owner's overview of every item.
 
 from __future__ import annotations
 
+import json
+
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
+from annotator.studies.codebook import codebook_schema
 from annotator.studies.models import AnnotationLabel, Item, Study
 from taxonomy_app.models import ChangeOperation
 
@@ -15,15 +18,30 @@ def disagreement_queue(
     *, study: Study, facet_id: int | None = None, round_id: int | None = None
 ) -> QuerySet[ItemAgreement]:
     """Complete items no rule or person has decided, lowest agreement first; optionally only
-    those whose annotators differ in `facet_id`, or of one round."""
+    those whose annotators differ in `facet_id` or marked it unsure, or of one round."""
     queue = ItemAgreement.objects.undecided().filter(item__study=study)
     if facet_id:
-        queue = queue.filter(disagreeing_facets=facet_id)
+        queue = queue.filter(_differs_or_unsure(study, facet_id))
     if round_id:
         queue = queue.filter(item__round=round_id)
     return queue.select_related("item__issue__repository", "item__round").order_by(
         "value", "item__round__number", "item__position", "item"
     )
+
+
+def _differs_or_unsure(study: Study, facet_id: int) -> Q:
+    """The annotators differ in the facet, or one marked it unsure. The unsure keys are a JSON
+    list: a match of the quoted key in its text works on PostgreSQL and SQLite alike (JSON
+    `contains` has no SQLite form); facet keys hold no quotes."""
+    differs = Exists(
+        ItemAgreement.disagreeing_facets.through.objects.filter(
+            itemagreement=OuterRef("pk"), facet=facet_id
+        )
+    )
+    facet = codebook_schema(study.codebook_version).facet(facet_id)
+    if facet is None:
+        return Q(differs)
+    return Q(differs) | Q(unsure_facets__icontains=json.dumps(facet.key))
 
 
 def next_in_queue(

@@ -42,11 +42,14 @@ def queue(request: HttpRequest, study_id: int) -> HttpResponse:
     page = Paginator(entries.prefetch_related("disagreeing_facets"), PAGE_SIZE).get_page(
         request.GET.get("page")
     )
+    names = {f.key: f.name for f in codebook_schema(membership.study.codebook_version).facets}
     context = {
         "study": membership.study,
         "membership": membership,
         "form": form,
         "page": page,
+        # each entry with the names of the facets marked unsure: why an agreed item is here
+        "entries": [(e, [names.get(k, k) for k in e.unsure_facets]) for e in page],
         "query": queue_query(request),
     }
     if getattr(request, "htmx", False):

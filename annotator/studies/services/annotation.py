@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from django.db import transaction
@@ -15,8 +15,8 @@ from taxonomy_app.models import Category, Facet, Proposal
 from taxonomy_app.services import create_proposal
 
 from .. import sql
-from ..codebook import codebook_schema
-from ..errors import LabelErrors, StudyError
+from ..codebook import CodebookSchema, codebook_schema
+from ..errors import LabelErrors, StudyError, UnsureError
 from ..models import Annotation, Assignment
 from .assignment import lock_assignment, reclaim_if_expired
 
@@ -28,29 +28,46 @@ MAX_SECONDS = 24 * 3600
 
 @transaction.atomic
 def save_draft(
-    *, assignment: Assignment, user: Any, labels: Labels, notes: str = "", seconds_spent: int = 0
+    *,
+    assignment: Assignment,
+    user: Any,
+    labels: Labels,
+    notes: str = "",
+    seconds_spent: int = 0,
+    unsure: Iterable[str] = (),
 ) -> Annotation:
     """Autosave the annotator's work in progress. Lenient: labels that do not fit the codebook
-    are dropped, required facets may be empty. Counts as activity for the timeout."""
+    are dropped, required facets may be empty. `unsure`: keys of the facets the annotator marks
+    unsure (chosen or not); a key that is no facet of the codebook is refused (UnsureError) and
+    nothing is saved. Counts as activity for the timeout."""
     assignment = lock_assignment(assignment, user)
     if assignment.status in {Status.SKIPPED, Status.SUBMITTED}:
         raise StudyError(f"this item is {assignment.get_status_display()}; drafts are not saved")
-    reclaim_if_expired(assignment)
     schema = codebook_schema(assignment.item.study.codebook_version)
+    keys = _unsure_keys(schema, assignment, unsure)
+    reclaim_if_expired(assignment)
     rows, _ = schema.validate_labels(labels, require=False)
-    annotation = _write(assignment, rows, notes, seconds_spent, Annotation.Status.DRAFT)
+    annotation = _write(assignment, rows, notes, seconds_spent, Annotation.Status.DRAFT, keys)
     Assignment.objects.filter(pk=assignment.pk).update(touched_at=timezone.now())
     return annotation
 
 
 @transaction.atomic
 def submit_annotation(
-    *, assignment: Assignment, user: Any, labels: Labels, notes: str = "", seconds_spent: int = 0
+    *,
+    assignment: Assignment,
+    user: Any,
+    labels: Labels,
+    notes: str = "",
+    seconds_spent: int = 0,
+    unsure: Iterable[str] = (),
 ) -> Annotation:
     """Submit the labels of an assignment. Every required facet needs a label, a single-choice
     facet at most one, and every category must be an active one of the study's codebook
-    version (else LabelErrors, by facet key, and nothing is written). Submitting again updates
-    the same annotation. The item's submitted counter is bounded by its quota in the database."""
+    version (else LabelErrors, by facet key, and nothing is written); every key of `unsure`
+    (the facets the annotator marks unsure) a facet of it (else UnsureError, nothing written).
+    Submitting again updates the same annotation. The item's submitted counter is bounded by
+    its quota in the database."""
     assignment = lock_assignment(assignment, user)
     if assignment.status == Status.SKIPPED:
         raise StudyError("this item was skipped")
@@ -58,9 +75,10 @@ def submit_annotation(
     rows, errors = schema.validate_labels(labels, require=True)
     if errors:
         raise LabelErrors(errors)
+    keys = _unsure_keys(schema, assignment, unsure)
     reclaim_if_expired(assignment)
     first_submit = assignment.status != Status.SUBMITTED
-    annotation = _write(assignment, rows, notes, seconds_spent, Annotation.Status.SUBMITTED)
+    annotation = _write(assignment, rows, notes, seconds_spent, Annotation.Status.SUBMITTED, keys)
     # A re-submit may change an automatic decision: the rules run again on every one of them.
     completes = not first_submit
     if first_submit:
@@ -75,8 +93,28 @@ def submit_annotation(
     return annotation
 
 
+def _unsure_keys(
+    schema: CodebookSchema, assignment: Assignment, unsure: Iterable[str]
+) -> list[str]:
+    """The facet keys marked unsure, in the codebook's order; UnsureError naming the keys that
+    are no facet of the study's codebook version."""
+    keys, unknown = schema.unsure_keys([unsure] if isinstance(unsure, str) else unsure)
+    if unknown:
+        version = assignment.item.study.codebook_version
+        raise UnsureError(
+            f"field 'unsure': no facet {', '.join(map(repr, unknown))} in codebook version "
+            f"{version.number} (facets: {', '.join(f.key for f in schema.facets)})"
+        )
+    return keys
+
+
 def _write(
-    assignment: Assignment, rows: list[tuple[int, int]], notes: str, seconds: int, status: str
+    assignment: Assignment,
+    rows: list[tuple[int, int]],
+    notes: str,
+    seconds: int,
+    status: str,
+    unsure: list[str],
 ) -> Annotation:
     """Insert or update the assignment's annotation in one statement (INSERT … ON CONFLICT),
     then replace its labels. A draft keeps the time of an earlier submit, if any."""
@@ -87,11 +125,12 @@ def _write(
         status=status,
         notes=notes.strip(),
         seconds_spent=max(0, min(int(seconds), MAX_SECONDS)),
+        unsure=unsure,
         created_at=now,
         updated_at=now,
         submitted_at=now if status == Annotation.Status.SUBMITTED else None,
     )
-    update = ["codebook_version", "status", "notes", "seconds_spent", "updated_at"]
+    update = ["codebook_version", "status", "notes", "seconds_spent", "unsure", "updated_at"]
     if status == Annotation.Status.SUBMITTED:
         update.append("submitted_at")
     annotation = sql.upsert_annotation(annotation, update=update)

@@ -13,6 +13,7 @@ from django.db.models import F, Max
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
+from annotator.adjudication.services import reapply_decision_rules
 from taxonomy_app.models import CodebookVersion
 
 from ..errors import StudyError
@@ -51,18 +52,40 @@ def create_study(
 
 
 @transaction.atomic
-def update_study(*, study: Study, name: str, guidelines: str, overlap_k: int) -> Study:
-    """Rename the study, rewrite its guidelines or change k for items not yet full."""
+def update_study(
+    *,
+    study: Study,
+    name: str,
+    guidelines: str,
+    overlap_k: int,
+    route_unsure_to_adjudication: bool | None = None,
+) -> Study:
+    """Rename the study, rewrite its guidelines, change k for items not yet full, or turn
+    the routing of unsure labels to adjudication on or off (None: kept as it is). A change of
+    the routing applies the decision rules again at once to the complete items no person
+    decided: on, an agreed item with an unsure label loses its automatic decision and waits in
+    the queue; off, it is decided again if its labels agree."""
     if not name.strip():
         raise StudyError("field 'name': name the study")
     if overlap_k < 1:
         raise StudyError("field 'overlap_k': each item needs at least one annotator")
+    # What is stored, not the instance: a ModelForm has already set the new value on it.
+    stored = (
+        Study.objects.select_for_update()
+        .filter(pk=study.pk)
+        .values_list("route_unsure_to_adjudication", flat=True)
+        .get()
+    )
+    route = stored if route_unsure_to_adjudication is None else bool(route_unsure_to_adjudication)
     study.name, study.guidelines, study.overlap_k = name.strip(), guidelines, overlap_k
-    study.save(update_fields=["name", "guidelines", "overlap_k"])
+    study.route_unsure_to_adjudication = route
+    study.save(update_fields=["name", "guidelines", "overlap_k", "route_unsure_to_adjudication"])
     # A smaller k never takes labels back: an item keeps at least the slots already used.
     Item.objects.filter(study=study, round__kind=Round.Kind.MAIN).update(
         quota=Greatest(overlap_k, F("active_count"))
     )
+    if route != stored:
+        reapply_decision_rules(study=study)
     return study
 
 

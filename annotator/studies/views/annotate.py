@@ -56,7 +56,7 @@ def annotate_next(request: HttpRequest, study_id: int) -> HttpResponse:
 def annotate(request: HttpRequest, assignment_id: int) -> HttpResponse:
     assignment = own_assignment_or_404(request.user, assignment_id)
     comments = sql.issue_comments(assignment.item.issue_id)
-    context = _form_context(assignment, _saved_labels(assignment), {})
+    context = _form_context(assignment, _saved_labels(assignment), {}, _saved_unsure(assignment))
     context.update(
         issue=assignment.item.issue,
         body_html=markdown_html(assignment.item.issue.body),
@@ -92,8 +92,16 @@ def _saved_labels(assignment: Assignment) -> dict[int, list[int]]:
     return {} if annotation is None else sql.annotation_labels(annotation.pk)
 
 
+def _saved_unsure(assignment: Assignment) -> list[str]:
+    annotation = _annotation(assignment)
+    return [] if annotation is None else list(annotation.unsure)
+
+
 def _form_context(
-    assignment: Assignment, labels: dict[int, list[int]], errors: dict[str, str]
+    assignment: Assignment,
+    labels: dict[int, list[int]],
+    errors: dict[str, str],
+    unsure: list[str],
 ) -> dict[str, Any]:
     schema = codebook_schema(assignment.item.study.codebook_version)
     annotation = _annotation(assignment)
@@ -104,7 +112,7 @@ def _form_context(
         "assignment": assignment,
         "study": assignment.item.study,
         "annotation": annotation,
-        "facets_html": facets_html(schema, labels, errors, propose_url),
+        "facets_html": facets_html(schema, labels, errors, propose_url, unsure),
         "errors": errors,
         "changed_since_labeled": bool(changed and submitted_at and changed > submitted_at),
     }
@@ -127,6 +135,7 @@ def _work(request: HttpRequest, assignment: Assignment) -> dict[str, Any]:
         "labels": _posted_labels(request, schema),
         "notes": request.POST.get("notes", "")[:5000],
         "seconds_spent": int(seconds) if seconds.isdigit() else 0,
+        "unsure": request.POST.getlist("unsure")[:100],  # facet keys; the service checks them
     }
 
 
@@ -149,20 +158,22 @@ def submit(request: HttpRequest, assignment_id: int) -> HttpResponse:
     try:
         services.submit_annotation(**work)
     except LabelErrors as error:
-        return _form_again(request, assignment, work["labels"], error.errors, "")
+        return _form_again(request, assignment, work, error.errors, "")
     except StudyError as error:
-        return _form_again(request, assignment, work["labels"], {}, str(error))
+        return _form_again(request, assignment, work, {}, str(error))
     return _go_next(request, assignment)
 
 
 def _form_again(
     request: HttpRequest,
     assignment: Assignment,
-    labels: dict[int, list[int]],
+    work: dict[str, Any],
     errors: dict[str, str],
     message: str,
 ) -> HttpResponse:
-    context = _form_context(assignment, labels, errors)
+    """The form again with `work`'s labels and unsure marks (what was posted, or the saved
+    draft's), `errors` by facet key and `message` above the facets."""
+    context = _form_context(assignment, work["labels"], errors, work["unsure"])
     context["message"] = message or "Some facets need attention (marked below)."
     if getattr(request, "htmx", False):
         # htmx swaps 2xx answers only; the form comes back with its errors in place.
@@ -201,7 +212,8 @@ def skip(request: HttpRequest, assignment_id: int) -> HttpResponse:
             raise StudyError("choose a reason for skipping")
         services.skip_assignment(assignment=assignment, user=request.user, reason=form.text())
     except StudyError as error:
-        return _form_again(request, assignment, _saved_labels(assignment), {}, str(error))
+        saved = {"labels": _saved_labels(assignment), "unsure": _saved_unsure(assignment)}
+        return _form_again(request, assignment, saved, {}, str(error))
     return _go_next(request, assignment)
 
 

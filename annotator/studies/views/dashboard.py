@@ -2,22 +2,35 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import Prefetch
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from ..access import SEE_ALL, membership_or_404, signed_in
 from ..models import Annotation, AnnotationLabel, Item, Membership
-from ..services.progress import study_dashboard
+from ..services.progress import RoundRow, study_dashboard
+from ..services.unsure import UnsureFigures, unsure_figures
 
 
 def dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
     membership = membership_or_404(request, study_id, SEE_ALL)
-    rounds = study_dashboard(study=membership.study)
+    figures = unsure_figures(study=membership.study)
+    rounds = [
+        _with_unsure(row, figures[row.round.pk]) for row in study_dashboard(study=membership.study)
+    ]
     context = {"study": membership.study, "membership": membership, "rounds": rounds}
     if getattr(request, "htmx", False):
         return render(request, "studies/dashboard.html#dashboard-figures", context)
     return render(request, "studies/dashboard.html", context)
+
+
+def _with_unsure(row: RoundRow, unsure: UnsureFigures) -> tuple[Any, ...]:
+    """A round's figures, its unsure marks, and each annotator's row with their count of
+    annotations marked unsure."""
+    annotators = [(a, unsure.by_annotator.get(a.username, 0)) for a in row.annotators]
+    return row, unsure, annotators
 
 
 def item_detail(request: HttpRequest, item_id: int) -> HttpResponse:

@@ -3,14 +3,17 @@
 Rendering ~70 categories with their definitions through the template engine was most of the
 page's cost, and nearly all of it is the same on every page. `_facets.html` is three partials
 (a facet's start, an option, a facet's end), and what the first two render is kept on the cached
-CodebookSchema: each facet's start without an error, each option both unchecked and checked. A
-page picks the pieces its choices call for and renders only what is its own: a facet's start
-that shows an error, and each facet's end (it holds the page's propose URL). Which markup a
-checked option has is the template's alone.
+CodebookSchema: each facet's start without an error, both with its "unsure" box unchecked and
+checked, each option both unchecked and checked. A page picks the pieces its choices call for
+and renders only what is its own: a facet's start that shows an error, and each facet's end (it
+holds the page's propose URL). Which markup a checked option or box has is the template's
+alone, and no kept piece depends on anything but its key: one annotation's unsure box cannot
+reach another's page.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -27,7 +30,7 @@ TEMPLATE = "studies/_facets.html"
 class Pieces:
     """The partials of one codebook version as they render on every page."""
 
-    starts: dict[int, str]  # facet id → facet-start without an error
+    starts: dict[tuple[int, bool], str]  # (facet id, unsure) → facet-start without an error
     options: dict[tuple[int, bool], str]  # (category id, checked) → option
 
 
@@ -36,17 +39,20 @@ def facets_html(
     selected: dict[int, list[int]],
     errors: dict[str, str],
     propose_url: str,
+    unsure: Collection[str] = (),
 ) -> SafeString:
-    """The pickers of `schema`: the `selected` categories (ids by facet id) checked, `errors`
-    (by facet key) shown on their facets, and "propose a category" posting to `propose_url`."""
+    """The pickers of `schema`: the `selected` categories (ids by facet id) checked, the facets
+    whose keys are in `unsure` marked unsure, `errors` (by facet key) shown on their facets, and
+    "propose a category" posting to `propose_url`."""
     pieces = _pieces(schema)
     html: list[str] = []
     for facet in schema.facets:
         error = errors.get(facet.key)  # rare: a submit that comes back
+        marked = facet.key in unsure
         if error:
-            html.append(_render("facet-start", facet=facet, error=error))
+            html.append(_render("facet-start", facet=facet, error=error, unsure=marked))
         else:
-            html.append(pieces.starts[facet.id])
+            html.append(pieces.starts[facet.id, marked])
         chosen = set(selected.get(facet.id, ()))
         html.extend(pieces.options[c.id, c.id in chosen] for c in facet.categories)
         html.append(_facet_end(facet.id, propose_url))
@@ -57,7 +63,11 @@ def _pieces(schema: CodebookSchema) -> Pieces:
     pieces = schema.memo.get(TEMPLATE)
     if not isinstance(pieces, Pieces):  # the first page of this version in this process
         pieces = Pieces(
-            starts={f.id: _render("facet-start", facet=f, error=None) for f in schema.facets},
+            starts={
+                (f.id, marked): _render("facet-start", facet=f, error=None, unsure=marked)
+                for f in schema.facets
+                for marked in (False, True)
+            },
             options={
                 (c.id, checked): _render("option", facet=f, category=c, checked=checked)
                 for f in schema.facets
