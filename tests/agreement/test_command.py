@@ -32,7 +32,11 @@ def test_study_by_name_and_round_number_with_a_summary():
     world = labelled_world(items=6, annotators=2)
     text = run_command(world.study.name, "--round", "1")
     assert "screening: α =" in text and "round 1" in text  # noqa: RUF001
-    assert AgreementRun.objects.get().round == world.round
+    run = AgreementRun.objects.get()
+    assert run.round == world.round
+    head = run.facet_result("screening")["coefficients"]["krippendorff_alpha"]
+    if head["ci"]:
+        assert f"(95% CI {head['ci'][0]:.4f} to {head['ci'][1]:.4f})" in text
 
 
 @pytest.mark.parametrize(

@@ -72,6 +72,8 @@ def _summary(run: AgreementRun) -> str:
     for facet in run.result["facets"]:
         head = facet["coefficients"][facet["headline"]]
         value = "undefined" if head["value"] is None else f"{head['value']:.4f}"
+        if head["value"] is not None and head["ci"]:
+            value += f" (95% CI {head['ci'][0]:.4f} to {head['ci'][1]:.4f})"
         design = facet["design"]
         lines.append(
             f"{facet['key']}: α = {value} · units {design['units']}, "  # noqa: RUF001
