@@ -132,6 +132,12 @@ def _by(model: type[models.Model], path: str) -> Callable[[Scope], QuerySet[Any]
     return lambda scope: model._default_manager.filter(**{path: scope.study})
 
 
+def _through_items(model: type[models.Model], path: str) -> Callable[[Scope], QuerySet[Any]]:
+    """Rows reached through the study's items: an issue in several rounds is one item of each,
+    and is archived once."""
+    return lambda scope: model._default_manager.filter(**{path: scope.study}).distinct()
+
+
 def _versions(model: type[models.Model], path: str) -> Callable[[Scope], QuerySet[Any]]:
     return lambda scope: model._default_manager.filter(**{f"{path}__in": scope.version_ids})
 
@@ -159,14 +165,14 @@ TABLES: list[Table] = [
     Table(
         "issues.issue",
         Issue,
-        _by(Issue, "study_items__study"),
+        _through_items(Issue, "study_items__study"),
         exclude=("search_vector",),
         natural_key=("repository", "number"),
     ),
     Table(
         "issues.issuecomment",
         IssueComment,
-        _by(IssueComment, "issue__study_items__study"),
+        _through_items(IssueComment, "issue__study_items__study"),
         natural_key=("issue", "key"),
     ),
     Table(

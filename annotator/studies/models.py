@@ -166,19 +166,43 @@ class Round(models.Model):
         CALIBRATION = "calibration", "calibration (every annotator labels every item)"
         MAIN = "main", "main (k annotators per item)"
 
+    class Closed(models.TextChoices):
+        IMPORTED = "imported", "imported from earlier labels"
+        COMPLETE = "complete", "complete (every item has its labels)"
+        OWNER = "owner", "closed by an owner"
+
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="rounds")
     number = models.PositiveSmallIntegerField()
     kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.MAIN)
     created_at = models.DateTimeField(auto_now_add=True)
+    # A closed round never changes: no new assignment, no quota change (a new member, a new k),
+    # no draft or submit. Set by the prior-label import, by the submit that completes the
+    # round's last item, or by an owner (services/studies.py close_round).
+    closed_at = models.DateTimeField(null=True, blank=True)
+    closed_reason = models.CharField(max_length=10, choices=Closed.choices, blank=True)
+    # What the prior-label import that made this round did (annotator/exports/prior.py
+    # PriorImportRecord.as_json): source file, the rule for repeated keys, every row skipped or
+    # dropped, the values left out per facet and the keys found only in the final sheet. Empty
+    # for rounds labelled here. Read by agreement runs and the dataset card.
+    prior_import = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["study_id", "number"]
         constraints = [
             models.UniqueConstraint(fields=["study", "number"], name="round_unique_number"),
+            models.CheckConstraint(
+                condition=Q(closed_at__isnull=True, closed_reason="")
+                | (Q(closed_at__isnull=False) & ~Q(closed_reason="")),
+                name="round_closed_with_reason",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"round {self.number} ({self.kind})"
+
+    @property
+    def is_closed(self) -> bool:
+        return self.closed_at is not None
 
 
 class Selection(models.Model):
@@ -260,7 +284,9 @@ class Item(models.Model):
     class Meta:
         ordering = ["round_id", "position", "pk"]
         constraints = [
-            models.UniqueConstraint(fields=["study", "issue"], name="item_unique_issue"),
+            # One item per issue and round: an issue may come back in a later round of the
+            # study (a second calibration, an imported round sharing issues with another).
+            models.UniqueConstraint(fields=["round", "issue"], name="item_unique_issue_in_round"),
             models.CheckConstraint(
                 condition=Q(active_count__lte=F("quota")), name="item_active_within_quota"
             ),

@@ -202,10 +202,13 @@ def open_assignment(study_id: int, annotator_id: int) -> Assignment | None:
 
 
 _given = Table(Assignment, "g")
+_shut = Table(Round, "c")
 _FREE_ITEM = (
     f"SELECT {_i.id} FROM {_i}"
     f" WHERE {_i.study} = %s AND {_i.active_count} < {_i.quota} AND NOT EXISTS"
     f" (SELECT 1 FROM {_given} WHERE {_given.item} = {_i.id} AND {_given.annotator} = %s)"
+    f" AND NOT EXISTS (SELECT 1 FROM {_shut}"
+    f" WHERE {_shut.id} = {_i.round} AND {_shut.closed_at} IS NOT NULL)"
     f" ORDER BY {_i.round}, {_i.submitted_count} DESC, {_i.active_count} DESC, {_i.position}"
     " LIMIT 1"
 )
@@ -213,9 +216,9 @@ _FREE_ITEM = (
 
 def free_item(study_id: int, annotator_id: int) -> int | None:
     """The id of the next item for the annotator — the first by round with a free slot that was
-    never given to them, most submitted and live assignments first (items complete breadth
-    first), then the seeded order — its row locked FOR UPDATE SKIP LOCKED (concurrent requests
-    each get another item instead of queueing on one), or None.
+    never given to them, in a round not closed, most submitted and live assignments first (items
+    complete breadth first), then the seeded order — its row locked FOR UPDATE SKIP LOCKED
+    (concurrent requests each get another item instead of queueing on one), or None.
 
     The partial index item_pool holds exactly these rows in this order, so the scan stops at
     the first item the annotator was never given. Rounds are numbered in creation order, so
@@ -244,17 +247,21 @@ def create_assignment(item_id: int, annotator_id: int) -> Assignment:
 
 # --- writing an annotation --------------------------------------------------------------------
 _own = Table(Assignment)
-_LOCK_ASSIGNMENT = f"SELECT {_own.annotator}, {_own.status} FROM {_own} WHERE {_own.id} = %s"
+_LOCK_ASSIGNMENT = (
+    f"SELECT {_a.annotator}, {_a.status}, {_o.closed_at} IS NOT NULL FROM {_a}"
+    f" JOIN {_i} ON {_i.id} = {_a.item} JOIN {_o} ON {_o.id} = {_i.round} WHERE {_a.id} = %s"
+)
 
 
-def lock_assignment_row(assignment_id: int) -> tuple[int, str] | None:
-    """Lock the assignment's row (FOR UPDATE) and return (annotator id, status) as they are
-    under the lock, or None when it no longer exists. One row, no joins: on every draft save
-    and submit."""
+def lock_assignment_row(assignment_id: int) -> tuple[int, str, bool] | None:
+    """Lock the assignment's row (FOR UPDATE OF it alone: the item and round rows stay free)
+    and return (annotator id, status, whether its round is closed) as they are under the lock,
+    or None when it no longer exists. On every draft save and submit: the round's state rides
+    on the lock's query (two primary-key joins) rather than costing one more."""
     with connection.cursor() as cursor:
-        cursor.execute(_LOCK_ASSIGNMENT + lock_clause(), [assignment_id])
+        cursor.execute(_LOCK_ASSIGNMENT + lock_clause("a"), [assignment_id])
         row = cursor.fetchone()
-    return None if row is None else (int(row[0]), str(row[1]))
+    return None if row is None else (int(row[0]), str(row[1]), bool(row[2]))
 
 
 _MARK_SUBMITTED = (
@@ -284,6 +291,26 @@ def count_submit(item_id: int) -> bool:
         cursor.execute(_COUNT_SUBMIT, [item_id])
         (complete,) = cursor.fetchone()
     return bool(complete)
+
+
+_done = Table(Item, "d")
+_CLOSE_COMPLETE_ROUND = (
+    f"UPDATE {_o.bare()} SET {_o.c('closed_at')} = %s, {_o.c('closed_reason')} = %s"
+    f" WHERE {_o.c('id')} = (SELECT {_done.round} FROM {_done} WHERE {_done.id} = %s)"
+    f" AND {_o.c('closed_at')} IS NULL AND NOT EXISTS (SELECT 1 FROM {_i}"
+    f" WHERE {_i.round} = {_o.bare()}.{_o.c('id')} AND {_i.submitted_count} < {_i.quota})"
+)
+
+
+def close_complete_round(item_id: int, now: datetime) -> bool:
+    """Close the item's round (reason "complete") if it is open and every item of it reached
+    its quota; True when this closed it. Run after the commit of a submit that completed an
+    item: of two submits completing a round's last items at once, the later commit sees both.
+    One statement, probing the partial index item_incomplete, as agreement/sql.py
+    completed_round does, rather than an ORM Exists that runs on the labeling loop."""
+    with connection.cursor() as cursor:
+        cursor.execute(_CLOSE_COMPLETE_ROUND, [now, Round.Closed.COMPLETE, item_id])
+        return bool(cursor.rowcount == 1)
 
 
 def upsert_annotation(annotation: Annotation, *, update: Sequence[str]) -> Annotation:

@@ -10,13 +10,20 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection
-from django.db.models import Count, F, Q
+from django.db import connection, transaction
+from django.db.models import Count, Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from annotator.issues.models import IssueComment
 from annotator.studies import sql
-from annotator.studies.models import Annotation, AnnotationLabel, Assignment, Item, Membership
+from annotator.studies.models import (
+    Annotation,
+    AnnotationLabel,
+    Assignment,
+    Item,
+    Membership,
+    Round,
+)
 from annotator.studies.services import next_assignment, save_draft, submit_annotation
 from tests.factories import IssueCommentFactory, UserFactory
 from tests.studies.factories import World
@@ -94,8 +101,8 @@ def orm_open_assignment(study_id: int, annotator_id: int) -> Assignment | None:
 
 def orm_free_item(study_id: int, annotator_id: int) -> int | None:
     return (
-        Item.objects.select_for_update(skip_locked=True)
-        .filter(study_id=study_id, active_count__lt=F("quota"))
+        Item.objects.select_for_update(skip_locked=True, of=("self",))
+        .filter(study_id=study_id, active_count__lt=F("quota"), round__closed_at=None)
         .exclude(assignments__annotator_id=annotator_id)
         .order_by("round_id", "-submitted_count", "-active_count", "position")
         .values_list("pk", flat=True)
@@ -103,12 +110,22 @@ def orm_free_item(study_id: int, annotator_id: int) -> int | None:
     )
 
 
-def orm_lock_assignment_row(assignment_id: int) -> tuple[int, str] | None:
-    return (
-        Assignment.objects.select_for_update()
+def orm_lock_assignment_row(assignment_id: int) -> tuple[int, str, bool] | None:
+    row = (
+        Assignment.objects.select_for_update(of=("self",))
         .filter(pk=assignment_id)
-        .values_list("annotator_id", "status")
+        .values_list("annotator_id", "status", "item__round__closed_at")
         .first()
+    )
+    return None if row is None else (row[0], row[1], row[2] is not None)
+
+
+def orm_close_complete_round(item_id: int, now: Any) -> bool:
+    incomplete = Item.objects.filter(round=OuterRef("pk"), submitted_count__lt=F("quota"))
+    return bool(
+        Round.objects.filter(items__pk=item_id, closed_at=None)
+        .exclude(Exists(incomplete))
+        .update(closed_at=now, closed_reason=Round.Closed.COMPLETE)
     )
 
 
@@ -213,6 +230,39 @@ def test_free_item_follows_the_orms_order(world: World) -> None:
     assert orm_free_item(world.study.pk, a.pk) is None
 
 
+def test_free_item_passes_over_closed_rounds(world: World) -> None:
+    a = world.annotators[0]
+    first = sql.free_item(world.study.pk, a.pk)
+    assert first is not None and first == orm_free_item(world.study.pk, a.pk)
+    Round.objects.filter(study=world.study).update(
+        closed_at=timezone.now(), closed_reason=Round.Closed.OWNER
+    )
+    assert sql.free_item(world.study.pk, a.pk) is None
+    assert orm_free_item(world.study.pk, a.pk) is None
+
+
+def test_close_complete_round_matches_the_orms_update(world: World) -> None:
+    items = list(Item.objects.filter(study=world.study).order_by("position"))
+    now = timezone.now()
+    assert not sql.close_complete_round(items[0].pk, now)  # nothing submitted yet
+    assert not orm_close_complete_round(items[0].pk, now)
+    Item.objects.filter(pk__in=[i.pk for i in items[:-1]]).update(
+        active_count=F("quota"), submitted_count=F("quota")
+    )
+    assert not sql.close_complete_round(items[0].pk, now)  # the last item still waits
+    assert not orm_close_complete_round(items[0].pk, now)
+    Item.objects.filter(pk=items[-1].pk).update(active_count=F("quota"), submitted_count=F("quota"))
+    with transaction.atomic():
+        assert orm_close_complete_round(items[0].pk, now)
+        orm = Round.objects.values("closed_at", "closed_reason").get(pk=items[0].round_id)
+        transaction.set_rollback(True)
+    assert sql.close_complete_round(items[0].pk, now)
+    ours = Round.objects.values("closed_at", "closed_reason").get(pk=items[0].round_id)
+    assert ours == orm == {"closed_at": now, "closed_reason": "complete"}
+    assert not sql.close_complete_round(items[0].pk, timezone.now())  # closed once
+    assert not orm_close_complete_round(items[0].pk, timezone.now())
+
+
 def test_create_assignment_stores_what_the_orm_would(world: World) -> None:
     a, b = world.annotators
     item = Item.objects.filter(study=world.study).order_by("position").first()
@@ -235,7 +285,12 @@ def test_lock_assignment_row_matches_the_orm(world: World) -> None:
     assignment = next_assignment(study=world.study, annotator=a)
     submit_annotation(assignment=assignment, user=a, labels=world.labels(screening="relevant"))
     assert sql.lock_assignment_row(assignment.pk) == orm_lock_assignment_row(assignment.pk)
-    assert sql.lock_assignment_row(assignment.pk) == (a.pk, Status.SUBMITTED)
+    assert sql.lock_assignment_row(assignment.pk) == (a.pk, Status.SUBMITTED, False)
+    Round.objects.filter(pk=assignment.item.round_id).update(
+        closed_at=timezone.now(), closed_reason=Round.Closed.OWNER
+    )
+    assert sql.lock_assignment_row(assignment.pk) == orm_lock_assignment_row(assignment.pk)
+    assert sql.lock_assignment_row(assignment.pk) == (a.pk, Status.SUBMITTED, True)
     assert sql.lock_assignment_row(assignment.pk + 1000) is None
     assert orm_lock_assignment_row(assignment.pk + 1000) is None
 

@@ -19,6 +19,7 @@ from ..codebook import CodebookSchema, codebook_schema
 from ..errors import LabelErrors, StudyError, UnsureError
 from ..models import Annotation, Assignment
 from .assignment import lock_assignment, reclaim_if_expired
+from .studies import close_round_when_complete
 
 Status = Assignment.Status
 # Labels by facet id: the category ids chosen in it.
@@ -85,6 +86,7 @@ def submit_annotation(
         sql.mark_submitted(assignment.pk, timezone.now())
         completes = sql.count_submit(assignment.item_id)
         if completes:
+            close_round_when_complete(item_id=assignment.item_id)
             on_round_progress(item_id=assignment.item_id)  # a complete round gets its run
     # The item's history, and its decision once all k annotations are in (adjudication).
     record_change(annotation=annotation, user=user, labels=schema.codes(rows), first=first_submit)

@@ -63,14 +63,17 @@ def skip_assignment(*, assignment: Assignment, user: Any, reason: str) -> Assign
 
 def lock_assignment(assignment: Assignment, user: Any) -> Assignment:
     """`assignment` with its row locked for update and its status re-read under the lock; only
-    its annotator may write to it. The lock reads one row, without joins: the caller's object
-    keeps the item and study it was loaded with (they are loaded here if it was not)."""
+    its annotator may write to it, and only while its round is open (a closed round's labels
+    never change). The lock reads one row and its round's state: the caller's object keeps the
+    item and study it was loaded with (they are loaded here if it was not)."""
     row = sql.lock_assignment_row(assignment.pk)
     if row is None:
         raise Assignment.DoesNotExist(f"assignment {assignment.pk} no longer exists")
-    annotator_id, status = row
+    annotator_id, status, closed = row
     if annotator_id != user.pk:
         raise StudyError("this item is assigned to someone else")
+    if closed:
+        raise StudyError("this item's round is closed: its labels no longer change")
     if not Assignment.item.is_cached(assignment):
         assignment = Assignment.objects.select_related(
             "item__study__codebook_version", "item__issue"

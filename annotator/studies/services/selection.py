@@ -26,10 +26,17 @@ def clean_filters(filters: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-def candidate_issues(*, study: Study, filters: Mapping[str, Any]) -> list[tuple[int, str]]:
+def candidate_issues(
+    *, study: Study, filters: Mapping[str, Any], round: Round | None = None
+) -> list[tuple[int, str]]:
     """(issue id, repository OWNER/NAME) of the issues matching `filters` that are not in the
-    study yet."""
-    matching = Issue.objects.matching(clean_filters(filters)).exclude(study_items__study=study)
+    study yet; with `round`, those not in that round (an issue may come back in a later round,
+    e.g. a second calibration on items already labelled)."""
+    matching = Issue.objects.matching(clean_filters(filters))
+    if round is None:
+        matching = matching.exclude(study_items__study=study)
+    else:
+        matching = matching.exclude(study_items__round=round)
     rows = list(matching.order_by().values_list("pk", "repository_id"))
     names = {r.pk: r.full_name for r in Repository.objects.filter(pk__in={r for _, r in rows})}
     return [(pk, names[repository]) for pk, repository in rows]
@@ -53,16 +60,23 @@ def select_issues(
     seed: int | None = None,
     stratify: bool = True,
     user: Any = None,
+    repeat_issues: bool = False,
 ) -> Selection:
     """Add the issues matching `filters` to `round`, or a random sample of `sample_size` of them
     (proportionally stratified by repository unless `stratify` is false), and record the
-    filters, counts and seed. Items are ordered by a shuffle seeded with the same seed."""
+    filters, counts and seed. Items are ordered by a shuffle seeded with the same seed. Issues
+    already in the study are left out, unless `repeat_issues`: then only those already in
+    `round`. A closed round takes no more issues."""
     if round.study_id != study.pk:
         raise StudyError("field 'round': choose a round of this study")
     if sample_size is not None and sample_size < 1:
         raise StudyError("field 'sample_size': sample at least one issue, or leave it empty")
     Study.objects.select_for_update().get(pk=study.pk)  # one selection at a time
-    candidates = candidate_issues(study=study, filters=filters)
+    if Round.objects.select_for_update().filter(pk=round.pk, closed_at__isnull=False).exists():
+        raise StudyError(f"field 'round': round {round.number} is closed; choose an open round")
+    candidates = candidate_issues(
+        study=study, filters=filters, round=round if repeat_issues else None
+    )
     seed = seed if seed is not None else secrets.randbelow(2**31)
     chosen, strata = _sample(candidates, sample_size, seed, stratify)
     _add_items(study, round, chosen, seed)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from collections import Counter
 from datetime import timedelta
 from typing import Any
 
@@ -16,6 +17,7 @@ from django.utils import timezone
 from annotator.adjudication.services import reapply_decision_rules
 from taxonomy_app.models import CodebookVersion
 
+from .. import sql
 from ..errors import StudyError
 from ..models import Assignment, Invitation, Item, Membership, Round, Study
 
@@ -81,7 +83,8 @@ def update_study(
     study.route_unsure_to_adjudication = route
     study.save(update_fields=["name", "guidelines", "overlap_k", "route_unsure_to_adjudication"])
     # A smaller k never takes labels back: an item keeps at least the slots already used.
-    Item.objects.filter(study=study, round__kind=Round.Kind.MAIN).update(
+    # A closed round (imported, complete, closed by an owner) keeps its quotas.
+    Item.objects.filter(study=study, round__kind=Round.Kind.MAIN, round__closed_at=None).update(
         quota=Greatest(overlap_k, F("active_count"))
     )
     if route != stored:
@@ -298,7 +301,7 @@ def round_for_selection(*, study: Study, kind: str) -> Round:
         raise StudyError(f"field 'kind': choose one of {', '.join(Round.Kind.values)}")
     Study.objects.select_for_update().get(pk=study.pk)
     rounds = list(study.rounds.order_by("number")[:2])
-    if len(rounds) == 1 and not rounds[0].items.exists():
+    if len(rounds) == 1 and not rounds[0].is_closed and not rounds[0].items.exists():
         first = rounds[0]
         if first.kind != kind:
             first.kind = kind
@@ -315,7 +318,45 @@ def item_quota(study: Study, round: Round) -> int:
 
 
 def _sync_calibration_quota(study: Study) -> None:
+    """Every annotator labels every item of an open calibration round; a closed round's items
+    keep their quota (a new member is not handed its historical items)."""
     count = study.memberships.filter(role=Role.ANNOTATOR).count()
-    Item.objects.filter(study=study, round__kind=Round.Kind.CALIBRATION).update(
-        quota=Greatest(max(count, 1), F("active_count"))
+    open_calibration = Item.objects.filter(
+        study=study, round__kind=Round.Kind.CALIBRATION, round__closed_at=None
+    )
+    open_calibration.update(quota=Greatest(max(count, 1), F("active_count")))
+
+
+@transaction.atomic
+def close_round(*, round: Round, reason: str = Round.Closed.OWNER) -> Round:
+    """Close `round` for good: it hands out no more assignments, its items keep their quota
+    whatever the study's members or k become, and its labels no longer change. Assignments in
+    progress in it become skipped (their drafts are kept, never counted). Closing a closed
+    round keeps its first date and reason."""
+    if reason not in Round.Closed.values:
+        raise StudyError(f"field 'reason': choose one of {', '.join(Round.Closed.values)}")
+    round = Round.objects.select_for_update().get(pk=round.pk)
+    if round.is_closed:
+        return round
+    open_assignments = Assignment.objects.select_for_update(of=("self",)).filter(
+        item__round=round, status=Assignment.Status.ASSIGNED
+    )
+    slots = Counter(open_assignments.values_list("item_id", flat=True))
+    open_assignments.update(
+        status=Assignment.Status.SKIPPED, skip_reason="round closed", finished_at=timezone.now()
+    )
+    for item_id, count in sorted(slots.items()):
+        Item.objects.filter(pk=item_id).update(active_count=F("active_count") - count)
+    round.closed_at, round.closed_reason = timezone.now(), reason
+    round.save(update_fields=["closed_at", "closed_reason"])
+    return round
+
+
+def close_round_when_complete(*, item_id: int) -> None:
+    """Call after a submit completed an item: once the transaction commits, the item's round
+    closes (reason "complete") if every item of it has its labels. After the commit, so that of
+    two submits completing a round's last items at once the later one sees both."""
+    transaction.on_commit(
+        lambda: sql.close_complete_round(item_id, timezone.now()),
+        robust=True,  # a failure is logged, never an error for the submit that committed
     )
