@@ -29,7 +29,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from annotator.studies.codebook import CategoryNode, FacetNode, codebook_schema
-from annotator.studies.models import Annotation, AnnotationLabel, Item
+from annotator.studies.models import Annotation, AnnotationLabel, Item, Round
 from taxonomy_app.models import Category, CodebookVersion
 
 from .sql import label_columns, submitted_annotation_columns
@@ -69,6 +69,9 @@ class LabelTable:
     labels: int
     digest: str
     counts: dict[str, int] = field(default_factory=dict)
+    # facet key → values an import left out of the labels (prior_left_out): missing ratings
+    # that are the import's choice, not the annotators'.
+    left_out: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def load_label_table(
@@ -98,7 +101,29 @@ def load_label_table(
         labels=len(item),
         digest=_digest(item, rater, facet, category),
         counts=counts,
+        left_out=prior_left_out(study_id, round_id, [f.key for f in facets]),
     )
+
+
+def prior_left_out(
+    study_id: int, round_id: int | None, facet_keys: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """Per facet, the raw values the prior-label import of the round (or of each imported round
+    of the study) mapped to "ignore" or "propose", so wrote as no label: {"values": [{"value",
+    "mapped_to", "cells", "round"}], "ratings_removed": n}, from `Round.prior_import`
+    (annotator/exports/prior.py import_record). Facets with nothing left out are not listed."""
+    rounds = Round.objects.filter(study_id=study_id).exclude(prior_import={})
+    if round_id is not None:
+        rounds = rounds.filter(pk=round_id)
+    out: dict[str, dict[str, Any]] = {}
+    for number, record in rounds.order_by("number").values_list("number", "prior_import"):
+        for key, entry in (record.get("left_out") or {}).items():
+            if key not in facet_keys:
+                continue
+            found = out.setdefault(key, {"values": [], "ratings_removed": 0})
+            found["values"] += [{**value, "round": number} for value in entry["values"]]
+            found["ratings_removed"] += int(entry["ratings_removed"])
+    return {key: out[key] for key in facet_keys if key in out}
 
 
 def _fetch(

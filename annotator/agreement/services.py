@@ -152,6 +152,8 @@ def compute_result(
         "raters": table.raters,
         "conventions": conventions(),
         "facets": facets,
+        # facet key → values a prior-label import wrote as no label, and the ratings removed
+        "left_out": table.left_out,
     }
     return result, _inputs(run, table, loaded - started, time.perf_counter() - loaded)
 
@@ -171,6 +173,7 @@ def _inputs(
         "counts": table.counts,
         "raters": len(table.raters),
         "units_per_facet": {f.key: f.table.n_units for f in table.facets},
+        "left_out": table.left_out,
         "population": POPULATION_RULE,
         "conventions": CONVENTIONS,
         "per_category_jackknife_limit": PER_CATEGORY_JACKKNIFE_LIMIT,

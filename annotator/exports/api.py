@@ -44,7 +44,7 @@ from .prior import (
 )
 from .rows import ExportFilterError
 from .services import start_export_job
-from .spreadsheets import SpreadsheetError, inspect_workbook
+from .spreadsheets import DUPLICATE_RULES, SpreadsheetError, inspect_workbook
 from .views import download_response
 
 ANALYSIS_PARAMETERS = (*ANALYSIS_FILTERS, "stage", "level")
@@ -290,6 +290,12 @@ class PriorMappingInput(serializers.Serializer):
         help_text="facet → separators of a multi-value cell; default: ' & ' and ' / ' for every "
         "multi-choice facet, as the wizard",
     )
+    duplicates = serializers.ChoiceField(
+        choices=list(DUPLICATE_RULES),
+        default="first",
+        help_text="a key repeated in a sheet: keep its first row, its last, or drop every row "
+        "of it (per sheet; each row left out is listed in the response)",
+    )
     users = serializers.DictField(
         child=serializers.CharField(),
         required=False,
@@ -322,6 +328,31 @@ class PriorImportInput(PriorWorkbookInput):
     mapping = serializers.JSONField(help_text="a JSON object: see PriorMappingInput")
 
 
+class PriorSkippedRowOutput(serializers.Serializer):
+    sheet = serializers.CharField()
+    row = serializers.IntegerField(help_text="as Excel numbers it (the header is row 1)")
+    key = serializers.CharField(allow_null=True, help_text="null: the row had no key")
+    reason = serializers.CharField()
+
+
+class PriorFinalOnlyOutput(serializers.Serializer):
+    key = serializers.CharField()
+    row = serializers.IntegerField()
+
+
+class PriorLeftOutValueOutput(serializers.Serializer):
+    value = serializers.CharField()
+    mapped_to = serializers.ChoiceField(choices=["ignore", "propose"])
+    cells = serializers.IntegerField(help_text="annotators' cells holding the value")
+
+
+class PriorLeftOutOutput(serializers.Serializer):
+    values = PriorLeftOutValueOutput(many=True)
+    ratings_removed = serializers.IntegerField(
+        help_text="ratings of the facet left with no label (missing in agreement)"
+    )
+
+
 class PriorImportOutput(serializers.Serializer):
     study = serializers.IntegerField()
     round = serializers.IntegerField(help_text="the created round's id")
@@ -332,8 +363,16 @@ class PriorImportOutput(serializers.Serializer):
     labels = serializers.IntegerField()
     decisions = serializers.IntegerField()
     proposals = serializers.IntegerField()
-    left_out = serializers.IntegerField()
+    left_out = serializers.IntegerField(help_text="values ignored or proposed, in all sheets")
     placeholders = serializers.ListField(child=serializers.CharField())
+    duplicates = serializers.ChoiceField(choices=list(DUPLICATE_RULES))
+    skipped = PriorSkippedRowOutput(many=True, help_text="every row left out, and why")
+    final_only = PriorFinalOnlyOutput(
+        many=True, help_text="keys of the final sheet no annotator labelled: not imported"
+    )
+    left_out_by_facet = serializers.DictField(
+        child=PriorLeftOutOutput(), help_text="facet → the values written as no label"
+    )
 
 
 class PriorImportError400(serializers.Serializer):
@@ -430,6 +469,7 @@ class PriorImportApi(APIView):
             final_sheet=options["final_sheet"],
             final_column_to_facet=options["final_column_to_facet"],
             separators=separators,
+            duplicates=options["duplicates"],
         )
 
     def _target(
@@ -489,4 +529,8 @@ def _result(result: PriorImportResult) -> dict[str, Any]:
         "proposals": result.proposals,
         "left_out": result.left_out,
         "placeholders": result.placeholders,
+        "duplicates": result.record["duplicates"],
+        "skipped": result.record["skipped"],
+        "final_only": result.record["final_only"],
+        "left_out_by_facet": result.record["left_out"],
     }

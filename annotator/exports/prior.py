@@ -33,12 +33,17 @@ from annotator.studies.models import (
     Round,
     Study,
 )
-from annotator.studies.services import add_member, create_study, round_for_selection
+from annotator.studies.services import (
+    add_member,
+    close_round,
+    create_study,
+    round_for_selection,
+)
 from taxonomy_app.models import Category, CodebookVersion, Facet, Proposal
 from taxonomy_app.rules import violations
 
 from .matching import Matching, match_values
-from .spreadsheets import PriorLabels, read_rounds
+from .spreadsheets import DUPLICATE_RULES, PriorLabels, read_rounds
 
 ISSUE_URL = re.compile(r"^https?://github\.com/([\w.-]+)/([\w.-]+)/(?:issues|pull)/(\d+)/?$")
 # Prior rounds also label posts elsewhere (the TOSEM rounds: Stack Overflow questions). Such a
@@ -63,6 +68,7 @@ class PriorMapping:
     final_sheet: str | None = None
     final_column_to_facet: dict[str, str] | None = None
     separators: dict[str, list[str]] = field(default_factory=dict)
+    duplicates: str = "first"  # a key repeated in a sheet: keep its "first" row, "last", "drop"
 
     def read(self, path: Path) -> PriorLabels:
         return read_rounds(
@@ -74,6 +80,7 @@ class PriorMapping:
             final_column_to_facet=self.final_column_to_facet,
             separators=self.separators,
             skip_bad_rows=True,
+            duplicates=self.duplicates,
         )
 
 
@@ -96,6 +103,7 @@ class PriorImportResult:
     proposals: int = 0
     left_out: int = 0  # values ignored or proposed, so not written as labels
     placeholders: list[str] = field(default_factory=list)
+    record: dict[str, Any] = field(default_factory=dict)  # as stored on Round.prior_import
 
 
 def facet_categories(version: CodebookVersion) -> dict[str, dict[str, list[str]]]:
@@ -117,6 +125,11 @@ def review_prior_labels(*, path: Path, mapping: PriorMapping, version: CodebookV
     unknown = facets - set(categories)
     if unknown:
         raise PriorImportError(f"no facets {sorted(unknown)} in codebook version {version}")
+    if mapping.duplicates not in DUPLICATE_RULES:
+        raise PriorImportError(
+            f"mapping 'duplicates': choose {', '.join(map(repr, DUPLICATE_RULES))}, "
+            f"not {mapping.duplicates!r}"
+        )
     labels = mapping.read(path)
     matchings = {f: match_values(labels.values(f), categories[f]) for f in sorted(facets)}
     choices = {f: [(c, n[0]) for c, n in categories[f].items()] for f in sorted(facets)}
@@ -181,7 +194,73 @@ def import_prior_labels(
     writer.annotations(review.labels)
     writer.decisions(review.labels, user)
     writer.proposals(review, user)
+    result.record = import_record(review, mapping, values, filename or path.name)
+    # Historical labels: the round is closed, so a new member or a new k never re-opens it.
+    round.prior_import = result.record
+    round.save(update_fields=["prior_import"])
+    result.round = close_round(round=round, reason=Round.Closed.IMPORTED)
     return result
+
+
+def import_record(
+    review: Review,
+    mapping: PriorMapping,
+    values: Mapping[str, Mapping[str, str]],
+    source: str,
+) -> dict[str, Any]:
+    """What an import does, as stored on the round it creates (`Round.prior_import`, read by
+    agreement runs and the dataset card) and shown on the review and result pages:
+
+    - `source`, `duplicates` (the rule for a key repeated in a sheet), `sheets` (sheet →
+      annotator) and `final_sheet`;
+    - `skipped`: every row left out — sheet, row, key (None when the row had none), reason;
+    - `final_only`: the final sheet's keys no annotator labelled — key and row — not imported;
+    - `left_out`: per facet, the values mapped to "ignore" or "propose" (so written as no
+      label) with the annotators' cells holding each (`cells`), and `ratings_removed`: the
+      ratings (an annotator's cell of an item) of the facet they leave with no label, which
+      agreement counts as missing.
+    """
+    labels = review.labels
+    return {
+        "source": source,
+        "duplicates": mapping.duplicates,
+        "sheets": dict(mapping.sheet_to_annotator),
+        "final_sheet": mapping.final_sheet,
+        "skipped": [row.as_json() for row in labels.skipped],
+        "final_only": [
+            {"key": key, "row": row} for key, row in labels.final_only(mapping.final_sheet)
+        ],
+        "left_out": left_out_values(labels, values),
+    }
+
+
+def left_out_values(
+    labels: PriorLabels, values: Mapping[str, Mapping[str, str]]
+) -> dict[str, dict[str, Any]]:
+    """Per facet, the raw values of the annotators' sheets that become no label (mapped to
+    "ignore" or "propose"), how many cells hold each, and how many ratings (an annotator's cell
+    of an item) are left empty by them; facets where nothing is left out are not listed."""
+    out: dict[str, dict[str, Any]] = {}
+    for rows in labels.annotators.values():
+        for cells in rows.values():
+            for facet, raw in cells.items():
+                mapped = values.get(facet, {})
+                dropped = [v for v in raw if mapped.get(v, IGNORE) in (IGNORE, PROPOSE)]
+                if not dropped:
+                    continue
+                entry = out.setdefault(facet, {"values": {}, "ratings_removed": 0})
+                for value in dropped:
+                    how = "propose" if mapped.get(value) == PROPOSE else "ignore"
+                    counted = entry["values"].setdefault(value, {"mapped_to": how, "cells": 0})
+                    counted["cells"] += 1
+                entry["ratings_removed"] += len(dropped) == len(raw)
+    return {
+        facet: {
+            "values": [{"value": v, **c} for v, c in sorted(entry["values"].items())],
+            "ratings_removed": entry["ratings_removed"],
+        }
+        for facet, entry in sorted(out.items())
+    }
 
 
 def check_label_rules(
@@ -200,7 +279,9 @@ def check_label_rules(
     ]
     if mapping.final_sheet and labels.final is not None:
         final_facets = mapping.final_column_to_facet or mapping.column_to_facet
-        sheets.append((mapping.final_sheet, final_facets, labels.final))
+        only = {key for key, _ in labels.final_only(mapping.final_sheet)}  # not imported
+        final = {k: v for k, v in labels.final.items() if k not in only}
+        sheets.append((mapping.final_sheet, final_facets, final))
     problems: list[str] = []
     for sheet, columns, rows in sheets:
         present = set(columns.values())
@@ -272,16 +353,11 @@ class _Writer:
             username = f"{base}-{n}"
 
     def items(self, labels: PriorLabels) -> None:
-        rated = [k for a in labels.annotators.values() for k in a]
-        keys = list(dict.fromkeys([*rated, *(labels.final or {})]))
+        """An item per key an annotator labelled, in a round of its own: an issue an earlier
+        round of the study holds too is an item of each. A key of the final sheet alone is
+        no item (import_record lists it)."""
+        keys = list(dict.fromkeys(k for a in labels.annotators.values() for k in a))
         issues = self._issues(keys)
-        taken = set(
-            Item.objects.filter(study=self.study, issue__in=issues.values()).values_list(
-                "issue__html_url", flat=True
-            )
-        )
-        if taken:
-            raise PriorImportError(f"already in this study: {', '.join(sorted(taken)[:5])}")
         raters = {k: sum(k in a for a in labels.annotators.values()) for k in keys}
         rows = [
             Item(
@@ -381,7 +457,7 @@ class _Writer:
         self.result.annotations, self.result.labels = len(annotations), len(rows)
 
     def decisions(self, labels: PriorLabels, user: Any) -> None:
-        final = labels.final or {}
+        final = {k: v for k, v in (labels.final or {}).items() if k in self.item_of}
         decisions = Decision.objects.bulk_create(
             Decision(
                 item=self.item_of[key],

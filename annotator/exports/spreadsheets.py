@@ -34,6 +34,7 @@ from annotator.exports.matching import (
 from annotator.uploads import UploadRefused, ZipLimits, check_xlsx
 
 __all__ = [
+    "DUPLICATE_RULES",
     "Matching",
     "Occurrence",
     "PriorLabels",
@@ -94,9 +95,19 @@ class WorkbookInfo:
 
 @dataclass(frozen=True)
 class SkippedRow:
+    """A row left out of the labels: `key` is None for a row with values but no key."""
+
     sheet: str
     row: int
     reason: str
+    key: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"sheet": self.sheet, "row": self.row, "key": self.key, "reason": self.reason}
+
+
+# What to do with a key repeated in a sheet: keep its first row, its last, or drop them all.
+DUPLICATE_RULES = ("first", "last", "drop")
 
 
 Labels = dict[str, dict[str, list[str]]]  # key → facet → raw values
@@ -115,6 +126,14 @@ class PriorLabels:
     def values(self, facet: str) -> dict[str, list[Occurrence]]:
         """Each raw value of `facet` in any sheet → where it occurs (input to match_values)."""
         return self.occurrences.get(facet, {})
+
+    def final_only(self, final_sheet: str | None) -> list[tuple[str, int]]:
+        """(key, row) of the final sheet's keys that no annotator's sheet labels, in sheet
+        order: a decision with no annotations behind it, which the import reports and leaves
+        out."""
+        rated = {key for labels in self.annotators.values() for key in labels}
+        rows = self.rows.get(final_sheet or "", {})
+        return [(key, rows[key]) for key in (self.final or {}) if key not in rated]
 
 
 def _header(value: object) -> str:
@@ -203,7 +222,7 @@ def _sheet_info(worksheet: Any) -> SheetInfo:
             cell = _raw(values[index]) if index < len(values) else None
             if cell is None and any(_raw(v) for v in values):
                 blank.append(number)
-            elif cell is not None:
+            elif cell is not None and _has_values(values, index):
                 keys[cell] += 1
     columns = tuple(str(h).strip() for h in header if h is not None and str(h).strip())
     duplicates = tuple(k for k, n in keys.items() if n > 1)
@@ -229,6 +248,7 @@ def read_rounds(
     final_column_to_facet: Mapping[str, str] | None = None,
     separators: Mapping[str, Sequence[str]] | None = None,
     skip_bad_rows: bool = False,
+    duplicates: str | None = None,
 ) -> PriorLabels:
     """Read the raw labels of each annotator's sheet and of the final sheet.
 
@@ -237,10 +257,16 @@ def read_rounds(
     by default it is `column_to_facet`. Several columns may feed one facet (values appended in
     mapping order). `separators` splits the cells of multi-valued facets, e.g.
     `{"fix-pattern": [" & ", " / "]}` (spaced, so "fix build/install configuration" stays whole).
-    Rows with no value at all are ignored. A row with values but no key, or a key repeated in a
-    sheet, raises — unless `skip_bad_rows`, which leaves out those rows (every row of a repeated
-    key: which one is right is not ours to guess) and lists them in `PriorLabels.skipped`.
+    Rows with no value at all are ignored; so is a row holding only its key (listed in
+    `PriorLabels.skipped`). A row with values but no key raises, unless `skip_bad_rows`, which
+    leaves it out and lists it. A key repeated in a sheet follows `duplicates`, per sheet:
+    "first" keeps its first row, "last" its last, "drop" none; every row left out is listed.
+    Without a rule a repeated key raises, or with `skip_bad_rows` drops every row of the key.
     """
+    if duplicates is not None and duplicates not in DUPLICATE_RULES:
+        raise SpreadsheetError(
+            f"duplicates must be one of {', '.join(DUPLICATE_RULES)}, not {duplicates!r}"
+        )
     workbook = _open(path)
     try:
         sheets = {ws.title: ws for ws in workbook.worksheets}
@@ -251,7 +277,7 @@ def read_rounds(
                     f"no such sheet; the workbook has {sorted(sheets)}", sheet=name
                 )
         result = PriorLabels(annotators={}, final=None)
-        reader = _SheetReader(key_column, separators or {}, skip_bad_rows, result)
+        reader = _SheetReader(key_column, separators or {}, skip_bad_rows, duplicates, result)
         for name, annotator in sheet_to_annotator.items():
             result.annotators[annotator] = reader.read(sheets[name], column_to_facet)
         if final_sheet:
@@ -263,44 +289,79 @@ def read_rounds(
         workbook.close()
 
 
+def _has_values(values: Sequence[Any], key_index: int) -> bool:
+    """Whether a row holds anything besides its key (a row of the key alone counts as empty)."""
+    return any(_raw(v) for i, v in enumerate(values) if i != key_index)
+
+
+Row = tuple[int, Sequence[Any]]
+
+
 @dataclass
 class _SheetReader:
     key_column: str
     separators: Mapping[str, Sequence[str]]
     skip_bad_rows: bool
+    duplicates: str | None
     result: PriorLabels
 
     def read(self, worksheet: Any, column_to_facet: Mapping[str, str]) -> Labels:
+        sheet = worksheet.title
         rows = _rows(worksheet)
         _, header = next(rows, (1, ()))
-        key_index, mapped = self._locate(worksheet.title, header, column_to_facet)
-        labels: Labels = {}
-        seen: dict[str, int] = {}
-        bad: set[str] = set()
+        key_index, mapped = self._locate(sheet, header, column_to_facet)
+        by_key: dict[str, list[Row]] = {}
+        skipped: list[SkippedRow] = []
         for number, values in rows:
             if not any(_raw(v) for v in values):
                 continue
             key = _raw(values[key_index]) if key_index < len(values) else None
             if key is None:
-                self._bad(worksheet.title, number, "has values but no key", self.key_column)
-                continue
-            if key in seen:
-                first = seen[key]
-                self._bad(
-                    worksheet.title, number, f"repeats key {key!r} of row {first}", self.key_column
-                )
-                bad.add(key)
-                continue
-            seen[key] = number
-            labels[key] = self._cells(worksheet.title, number, values, mapped)
-        for key in bad:  # only reached when skipping: drop the first row of the key too
-            labels.pop(key, None)
-            self.result.skipped.append(
-                SkippedRow(worksheet.title, seen[key], f"repeated key {key!r}")
-            )
-        self._forget(worksheet.title, {seen[k] for k in bad})
-        self.result.rows[worksheet.title] = {k: n for k, n in seen.items() if k in labels}
+                self._bad(sheet, number, "has values but no key", self.key_column)
+                skipped.append(SkippedRow(sheet, number, "has values but no key"))
+            elif not _has_values(values, key_index):
+                skipped.append(SkippedRow(sheet, number, "holds only the key", key))
+            else:
+                by_key.setdefault(key, []).append((number, values))
+        labels: Labels = {}
+        numbers: dict[str, int] = {}
+        for key, found in by_key.items():
+            kept = self._keep(sheet, key, found, skipped)
+            if kept is not None:
+                numbers[key] = kept[0]
+                labels[key] = self._cells(sheet, kept[0], kept[1], mapped)
+        self.result.skipped += sorted(skipped, key=lambda s: s.row)
+        self.result.rows[sheet] = numbers
         return labels
+
+    def _keep(
+        self, sheet: str, key: str, found: list[Row], skipped: list[SkippedRow]
+    ) -> Row | None:
+        """The row kept of a key's rows, by the duplicates rule; the others go to `skipped`."""
+        if len(found) == 1:
+            return found[0]
+        numbers = [n for n, _ in found]
+        rule = self.duplicates
+        if rule is None and not self.skip_bad_rows:
+            raise SpreadsheetError(
+                f"repeats key {key!r} of row {numbers[0]} (choose what to keep of a repeated "
+                'key: "duplicates": "first", "last" or "drop")',
+                sheet=sheet,
+                row=numbers[1],
+                column=self.key_column,
+            )
+        listed = ", ".join(map(str, numbers))
+        if rule == "first":
+            why = f"repeats the key of row {numbers[0]}; the first row is kept (duplicates: first)"
+            skipped += [SkippedRow(sheet, n, why, key) for n in numbers[1:]]
+            return found[0]
+        if rule == "last":
+            why = f"key repeated at row {numbers[-1]}; the last row is kept (duplicates: last)"
+            skipped += [SkippedRow(sheet, n, why, key) for n in numbers[:-1]]
+            return found[-1]
+        why = f"key repeated in rows {listed}; every row dropped (duplicates: drop)"
+        skipped += [SkippedRow(sheet, n, why, key) for n in numbers]
+        return None
 
     def _locate(
         self, sheet: str, header: Sequence[Any], column_to_facet: Mapping[str, str]
@@ -339,15 +400,6 @@ class _SheetReader:
                 row=row,
                 column=column,
             )
-        self.result.skipped.append(SkippedRow(sheet, row, reason))
-
-    def _forget(self, sheet: str, rows: set[int]) -> None:
-        """Drop the occurrences of rows left out after they were read (first of a duplicate)."""
-        for by_value in self.result.occurrences.values():
-            for value, places in list(by_value.items()):
-                places[:] = [p for p in places if not (p.sheet == sheet and p.row in rows)]
-                if not places:
-                    del by_value[value]
 
 
 def _split(raw: str, separators: Sequence[str]) -> list[str]:

@@ -36,6 +36,11 @@ from .prior import review_prior_labels as review_labels
 from .spreadsheets import SheetInfo, SpreadsheetError, WorkbookInfo, inspect_workbook
 
 SESSION = "prior_labels"
+DUPLICATES = [
+    ("first", "keep its first row"),
+    ("last", "keep its last row"),
+    ("drop", "drop every row of it"),
+]
 ROLES = [
     ("annotator", "an annotator's sheet"),
     ("final", "the final (agreed) sheet"),
@@ -128,6 +133,13 @@ class MappingForm(forms.Form):
                 help_text="username of an existing account; empty: an inactive placeholder "
                 f"account named {sheet['name']!r}",
             )
+        self.fields["duplicates"] = forms.ChoiceField(
+            choices=DUPLICATES,
+            initial="first",
+            label="A key repeated in a sheet",
+            help_text="per sheet; every row left out is listed on the next page and kept with "
+            "the import",
+        )
         choices = [("", "— not a facet —"), *((f.key, f.name) for f in facets)]
         for i, column in enumerate(columns):
             self.fields[f"column_{i}"] = forms.ChoiceField(
@@ -178,6 +190,7 @@ def _mapping(form: MappingForm, state: dict[str, Any]) -> tuple[dict[str, Any], 
         "final_sheet": final,
         "final_column_to_facet": in_final or None,
         "separators": {f: [" & ", " / "] for f in form.multi},
+        "duplicates": data["duplicates"],
     }
     return mapping, users
 
@@ -230,6 +243,7 @@ def prior_review(request: HttpRequest, token: str) -> HttpResponse:
         "propose": PROPOSE,
         "ignore": IGNORE,
         "skipped": review.labels.skipped,
+        "final_only": review.labels.final_only(mapping.final_sheet),
         "facets": [(f, m, review.categories[f]) for f, m in review.matchings.items()],
     }
     return render(request, "exports/prior_review.html", context, status=400 if error else 200)
@@ -237,9 +251,13 @@ def prior_review(request: HttpRequest, token: str) -> HttpResponse:
 
 def _summary(result: PriorImportResult) -> str:
     proposals = f", {result.proposals} proposals" if result.proposals else ""
+    skipped, only = len(result.record["skipped"]), len(result.record["final_only"])
+    left_out = f", {skipped} rows left out" if skipped else ""
+    final = f", {only} keys of the final sheet alone not imported" if only else ""
     return (
-        f"Imported round {result.round.number}: {result.items} items, "
-        f"{result.annotations} annotations, {result.decisions} decisions{proposals}."
+        f"Imported round {result.round.number} (closed): {result.items} items, "
+        f"{result.annotations} annotations, {result.decisions} decisions{proposals}"
+        f"{left_out}{final}; the study page lists them."
     )
 
 

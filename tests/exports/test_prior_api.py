@@ -18,7 +18,7 @@ from annotator.exports.spreadsheets import inspect_workbook
 from annotator.studies.models import Annotation, AnnotationLabel, Item, Membership, Study
 from annotator.studies.services import add_member
 from tests.exports.test_prior_import import MAPPING, seed_like, sheet_codebook
-from tests.exports.test_spreadsheets import COLUMNS, FINAL_COLUMNS, RATERS, ROUND1
+from tests.exports.test_spreadsheets import COLUMNS, FINAL_COLUMNS, RATERS, ROUND1, URL_656
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -100,7 +100,9 @@ def test_inspect_refuses_a_file_that_is_not_a_workbook(owner):
 def test_round1_through_the_api_creates_the_same_round_as_the_wizard(owner):
     version = sheet_codebook(owner)
     response = post(
-        api(owner), IMPORT, round1_mapping(study_name="TOSEM 2023", codebook_version=version.pk)
+        api(owner),
+        IMPORT,
+        round1_mapping(study_name="TOSEM 2023", codebook_version=version.pk, duplicates="drop"),
     )
     assert response.status_code == 201, response.data
     study = Study.objects.get(pk=response.data["study"])
@@ -121,6 +123,22 @@ def test_round1_through_the_api_creates_the_same_round_as_the_wizard(owner):
     )
     assert counts(study) == counts(wizard.study) == (107, 214, body["labels"], 107)
     assert body["labels"] == wizard.labels
+    # Every row left out is in the answer, as stored with the round.
+    assert body["duplicates"] == "drop" and body["final_only"] == []
+    assert body["skipped"] == wizard.record["skipped"] == study.rounds.get().prior_import["skipped"]
+    assert {(s["sheet"], s["row"]) for s in body["skipped"]} == {
+        ("label1", 20),
+        ("label1", 21),
+        ("label1", 50),
+        ("label1", 51),
+        ("label2", 16),
+        ("label2", 49),
+        ("label2", 50),
+        ("Final", 16),
+        ("Final", 101),
+        ("Final", 49),
+        ("Final", 50),
+    }
 
 
 def test_an_unmatched_value_is_named_and_nothing_is_written(owner):
@@ -144,7 +162,15 @@ def test_an_unmatched_value_is_named_and_nothing_is_written(owner):
     }
     done = post(api(owner), IMPORT, {**mapping, "values": values})
     assert done.status_code == 201, done.data
-    assert done.data["proposals"] == 1 and done.data["items"] == 107
+    # By default a repeated key keeps its first row: horovod#656 is an item, its later rows
+    # are listed.
+    assert done.data["proposals"] == 1 and done.data["items"] == 108
+    assert done.data["duplicates"] == "first"
+    repeated = [(s["sheet"], s["row"]) for s in done.data["skipped"] if s["key"] == URL_656]
+    assert repeated == [("label1", 51), ("label2", 50)]
+    left_out = done.data["left_out_by_facet"]["symptom"]
+    pending = next(v for v in left_out["values"] if v["value"] == "PENDING")
+    assert pending["mapped_to"] == "propose" and pending["cells"] > 0
 
 
 def test_a_bad_mapping_or_target_is_refused(owner):
@@ -160,6 +186,12 @@ def test_a_bad_mapping_or_target_is_refused(owner):
         round1_mapping(study_name="S", codebook_version=version.pk, users={"label1": "nobody"}),
     )
     assert unknown_user.status_code == 400 and "nobody" in str(unknown_user.data)
+    any_row = post(
+        client,
+        IMPORT,
+        round1_mapping(study_name="S", codebook_version=version.pk, duplicates="any"),
+    )
+    assert any_row.status_code == 400 and "duplicates" in any_row.data["mapping"]
     with ROUND1.open("rb") as workbook:
         no_mapping = client.post(IMPORT, {"file": workbook}, format="multipart")
     assert no_mapping.status_code == 400 and "mapping" in no_mapping.data

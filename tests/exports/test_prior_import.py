@@ -24,18 +24,21 @@ from annotator.exports.prior import (
     import_prior_labels,
     review_prior_labels,
 )
-from annotator.studies.models import Annotation, AnnotationLabel, Item
+from annotator.studies.models import Annotation, AnnotationLabel, Assignment, Item, Membership
+from annotator.studies.services import add_member, next_assignment
 from taxonomy_app.models import Proposal
 from taxonomy_app.services import import_codebook
 from tests.exports.test_spreadsheets import COLUMNS, FINAL_COLUMNS, RATERS, ROUND1, ROUND1_KAPPA
 from tests.factories import UserFactory
 
+# ROUND1_KAPPA is computed on the links present once in both sheets: "drop" reads the same rows.
 MAPPING = PriorMapping(
     key_column="Link",
     sheet_to_annotator=RATERS,
     column_to_facet=COLUMNS,
     final_sheet="Final",
     final_column_to_facet=FINAL_COLUMNS,
+    duplicates="drop",
 )
 FACET_OF = {column: facet for column, facet in COLUMNS.items()}
 
@@ -186,7 +189,7 @@ def test_a_mapping_to_no_such_category_is_refused(owner) -> None:  # type: ignor
     assert not Item.objects.exists()
 
 
-def test_importing_the_same_round_twice_into_a_study_is_refused(owner) -> None:  # type: ignore[no-untyped-def]
+def test_the_same_round_imported_twice_makes_two_closed_rounds_kept_apart(owner) -> None:  # type: ignore[no-untyped-def]
     version = sheet_codebook(owner)
     first = import_prior_labels(
         path=ROUND1,
@@ -196,10 +199,29 @@ def test_importing_the_same_round_twice_into_a_study_is_refused(owner) -> None: 
         study_name="T",
         codebook_version=version,
     )
-    before = Item.objects.count()
-    with pytest.raises(PriorImportError, match="already in this study"):
-        import_prior_labels(path=ROUND1, mapping=MAPPING, choices={}, user=owner, study=first.study)
-    assert Item.objects.count() == before and first.study.rounds.count() == 1
+    second = import_prior_labels(
+        path=ROUND1, mapping=MAPPING, choices={}, user=owner, study=first.study
+    )
+    assert (first.round.number, second.round.number) == (1, 2)
+    assert first.round.closed_reason == second.round.closed_reason == "imported"
+    for result in (first, second):
+        items = Item.objects.filter(round=result.round)
+        assert items.count() == 107 and items.values("issue").distinct().count() == 107
+    shared = set(Item.objects.filter(round=first.round).values_list("issue", flat=True))
+    assert shared == set(Item.objects.filter(round=second.round).values_list("issue", flat=True))
+    # Each round's labels stay its own: the same κ from each, and twice the labels in the study.
+    kappas = []
+    for result in (first, second):
+        table = load_label_table(study_id=first.study.pk, version=version, round_id=result.round.pk)
+        stage = next(f for f in table.facets if f.key == "stage")
+        assert (stage.table.codes >= 0).all(axis=1).sum() == ROUND1_KAPPA["Stage"][0]
+        kappas.append(stats.cohen_kappa(stage.table).value)
+    assert kappas[0] == pytest.approx(ROUND1_KAPPA["Stage"][2], abs=1e-6) == kappas[1]
+    assert (
+        AnnotationLabel.objects.filter(annotation__assignment__item__round=second.round).count()
+        == second.labels
+        == first.labels
+    )
 
 
 def test_a_key_that_is_not_an_issue_url_is_refused(owner, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -223,3 +245,82 @@ def test_a_key_that_is_not_an_issue_url_is_refused(owner, tmp_path: Path) -> Non
             codebook_version=seed_like(owner),
         )
     assert not Item.objects.exists()
+
+
+def test_a_new_member_leaves_an_imported_round_as_it_was(owner) -> None:  # type: ignore[no-untyped-def]
+    version = sheet_codebook(owner)
+    result = import_prior_labels(
+        path=ROUND1,
+        mapping=MAPPING,
+        choices={},
+        user=owner,
+        study_name="T",
+        codebook_version=version,
+    )
+    assert result.round.closed_reason == "imported"
+
+    def state() -> tuple[list[tuple[int, int, int, int]], int, float | None]:
+        items = Item.objects.filter(round=result.round).order_by("pk")
+        counts = list(items.values_list("pk", "quota", "active_count", "submitted_count"))
+        run = start_agreement_run(study=result.study, round=result.round, enqueue=False)
+        run_agreement_run(run_id=run.pk)
+        run.refresh_from_db()
+        stage = run.facet_result("stage")
+        assert stage is not None
+        alpha = stage["coefficients"]["krippendorff_alpha"]["value"]
+        return counts, Assignment.objects.filter(item__round=result.round).count(), alpha
+
+    before = state()
+    newcomer = UserFactory(username="newcomer")
+    add_member(study=result.study, user=newcomer, role=Membership.Role.ANNOTATOR)
+    assert next_assignment(study=result.study, annotator=newcomer) is None
+    assert state() == before
+    assert before[1] == result.annotations == 214
+
+
+def test_values_mapped_to_ignore_are_listed_with_the_ratings_they_remove(owner) -> None:  # type: ignore[no-untyped-def]
+    version = seed_like(owner)
+    review = review_prior_labels(path=ROUND1, mapping=small_mapping(), version=version)
+    unmatched = [u.value for u in review.matchings["symptom"].unmatched]
+    choices = {"symptom": {v: IGNORE for v in unmatched} | {"PENDING": PROPOSE}}
+    result = import_prior_labels(
+        path=ROUND1,
+        mapping=small_mapping(),
+        choices=choices,
+        user=owner,
+        study_name="S",
+        codebook_version=version,
+    )
+    # Counted from the sheets as read: each annotator's cell holding a value written as no label.
+    cells = {
+        v: sum(
+            v in row.get("symptom", [])
+            for rows in review.labels.annotators.values()
+            for row in rows.values()
+        )
+        for v in unmatched
+    }
+    left_out = result.round.prior_import["left_out"]["symptom"]
+    assert {v["value"]: v["cells"] for v in left_out["values"]} == {
+        v: n for v, n in cells.items() if n
+    }
+    assert {v["value"]: v["mapped_to"] for v in left_out["values"]}["PENDING"] == "propose"
+    # Single-choice cells: every cell left out is a rating removed, a missing one in agreement.
+    assert left_out["ratings_removed"] == sum(cells.values())
+    table = load_label_table(study_id=result.study.pk, version=version, round_id=result.round.pk)
+    symptom = next(f for f in table.facets if f.key == "symptom")
+    rated = sum(
+        len(row.get("symptom", [])) > 0
+        for rows in review.labels.annotators.values()
+        for row in rows.values()
+    )
+    assert int((symptom.table.codes >= 0).sum()) == rated - left_out["ratings_removed"]
+    expected = [{**v, "round": 1} for v in left_out["values"]]
+    assert table.left_out == {
+        "symptom": {"values": expected, "ratings_removed": left_out["ratings_removed"]}
+    }
+    # …and the agreement run stores them with its result and its inputs.
+    run = start_agreement_run(study=result.study, round=result.round, enqueue=False)
+    run_agreement_run(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.result["left_out"] == run.inputs["left_out"] == table.left_out

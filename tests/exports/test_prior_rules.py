@@ -96,7 +96,8 @@ def test_rows_breaking_a_rule_refuse_the_import_and_nothing_is_written(tmp_path,
 
 def test_the_final_sheet_is_checked_too_and_further_rows_are_counted(tmp_path):
     bad = [[URL.format(2), "Not a bug", "Crash"], [URL.format(3), "Relevant", None]]
-    path = workbook(tmp_path, {"label1": GOOD, "label2": GOOD, "Final": [*GOOD, *bad]})
+    rated = [*GOOD, [URL.format(2), "Not a bug", None], [URL.format(3), "Not a bug", None]]
+    path = workbook(tmp_path, {"label1": rated, "label2": GOOD, "Final": [*GOOD, *bad]})
 
     with pytest.raises(PriorImportError) as refused:
         run(path, mapping("Screening", "Symptom", final=True))
@@ -104,6 +105,17 @@ def test_the_final_sheet_is_checked_too_and_further_rows_are_counted(tmp_path):
     assert "sheet 'Final', row 3" in str(refused.value)
     assert str(refused.value).endswith("; and 1 more")
     assert nothing_written()
+
+
+def test_the_final_sheets_keys_no_annotator_labelled_are_listed_not_checked(tmp_path):
+    bad = [[URL.format(2), "Not a bug", "Crash"]]  # breaks rule 2, but is not imported
+    path = workbook(tmp_path, {"label1": GOOD, "label2": GOOD, "Final": [*GOOD, *bad]})
+
+    result = run(path, mapping("Screening", "Symptom", final=True))
+
+    assert (result.items, result.decisions) == (1, 1)
+    assert result.record["final_only"] == [{"key": URL.format(2), "row": 3}]
+    assert result.round.prior_import["final_only"] == result.record["final_only"]
 
 
 def test_rows_keeping_the_rules_import(tmp_path):

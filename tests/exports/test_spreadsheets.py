@@ -414,3 +414,59 @@ def test_sheets_past_the_row_and_column_limits(monkeypatch: pytest.MonkeyPatch) 
         SpreadsheetError, match=r"^sheet 'label1', row 1: 33 columns, over the limit of 20$"
     ):
         inspect_workbook(ROUND1)
+
+
+# --- repeated keys, key-only rows --------------------------------------------------------------
+
+REPEATED = [
+    ["Link", "Stage", "Memo"],
+    ["https://x/1", "training", None],
+    ["https://x/2", "setup", None],
+    ["https://x/1", "setup", None],
+    ["https://x/3", None, None],  # the key alone: an empty row
+    ["https://x/2", None, "a note"],  # a row of the key, though no mapped value
+]
+
+
+@pytest.mark.parametrize(
+    ("rule", "kept", "left_out"),
+    [
+        ("first", {"https://x/1": ["training"], "https://x/2": ["setup"]}, [4, 5, 6]),
+        ("last", {"https://x/1": ["setup"], "https://x/2": []}, [2, 3, 5]),
+        ("drop", {}, [2, 3, 4, 5, 6]),
+    ],
+)
+def test_a_repeated_key_follows_the_rule_and_every_row_left_out_is_listed(
+    tmp_path: Path, rule: str, kept: dict[str, list[str]], left_out: list[int]
+) -> None:
+    path = workbook(tmp_path / "w.xlsx", {"label1": REPEATED})
+    labels = read_small(path, duplicates=rule)
+    assert {k: v["stage"] for k, v in labels.annotators["a"].items()} == kept
+    assert [s.row for s in labels.skipped] == left_out
+    assert all(s.sheet == "label1" and s.key for s in labels.skipped)
+    only_key = next(s for s in labels.skipped if s.row == 5)
+    assert (only_key.key, only_key.reason) == ("https://x/3", "holds only the key")
+    # What matching sees is what was kept: a left-out row's values are nobody's labels.
+    places = {o.row for found in labels.values("stage").values() for o in found}
+    assert places == {labels.rows["label1"][k] for k in kept if kept[k]}
+
+
+def test_the_rule_applies_per_sheet_and_an_unknown_rule_is_refused(tmp_path: Path) -> None:
+    path = workbook(
+        tmp_path / "w.xlsx",
+        {"label1": REPEATED, "label2": [["Link", "Stage"], ["https://x/1", "setup"]]},
+    )
+    labels = read_small(path, sheet_to_annotator={"label1": "a", "label2": "b"}, duplicates="first")
+    assert labels.annotators["b"] == {"https://x/1": {"stage": ["setup"]}}
+    assert {s.sheet for s in labels.skipped} == {"label1"}
+    with pytest.raises(SpreadsheetError, match="duplicates must be one of first, last, drop"):
+        read_small(path, duplicates="any")
+
+
+def test_keys_of_the_final_sheet_alone_are_listed(tmp_path: Path) -> None:
+    path = workbook(
+        tmp_path / "w.xlsx",
+        {"label1": GOOD, "Final": [*GOOD, ["https://x/9", "training"]]},
+    )
+    labels = read_small(path, final_sheet="Final", duplicates="first")
+    assert labels.final_only("Final") == [("https://x/9", 4)]

@@ -182,13 +182,22 @@ def test_the_wizard_imports_round1_and_writes_nothing_before_confirming(
             "Fix Pattern": "fix-pattern",
             "Fix Pattern Final": "fix-pattern",
         }.get(column, "")
+    assert data["duplicates"] == "first"  # the default; the sheet codebook reads as "drop" does
+    data["duplicates"] = "drop"
     response = client.post(map_url, data)
     assert response.status_code == 302, response.content.decode()[-3000:]
     review = client.get(response["Location"])
     assert review.status_code == 200 and b"Confirm and import" in review.content
+    # The rows left out, each with sheet, row, key and why, before anything is written.
+    skipped = review.context["skipped"]
+    assert len(skipped) == 11 and b"11 rows left out" in review.content
+    assert "every row dropped (duplicates: drop)" in review.content.decode()
     assert not Study.objects.exists() and not Item.objects.exists()
     done = client.post(response["Location"], {})
     study = Study.objects.get(name="TOSEM 2023")
     assert done["Location"] == study.get_absolute_url()
     assert Item.objects.filter(study=study).count() == 107
+    page = client.get(study.get_absolute_url()).content.decode()
+    assert "11 rows left out" in page and "closed: imported from earlier labels" in page
+    assert "https://github.com/horovod/horovod/issues/656" in page
     assert not list((tmp_path / "prior-labels").iterdir())  # the upload is gone
