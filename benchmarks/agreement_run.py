@@ -259,13 +259,13 @@ def _copy_labels(connection: Any, args: argparse.Namespace, scene: Scene) -> int
         assignments,
     )
     annotations = (
-        f"{a + 1}\t{a + 1}\t{version.pk}\tsubmitted\t30\t\t{now}\t{now}\t{now}\n"
+        f"{a + 1}\t{a + 1}\t{version.pk}\tsubmitted\t30\t\t[]\t{now}\t{now}\t{now}\n"
         for a in range(n * k)
     )
     _copy(
         connection,
         Annotation,
-        "id,assignment_id,codebook_version_id,status,seconds_spent,notes,created_at,updated_at,submitted_at",
+        "id,assignment_id,codebook_version_id,status,seconds_spent,notes,unsure,created_at,updated_at,submitted_at",
         annotations,
     )
     rows = io.StringIO()

@@ -132,8 +132,8 @@ _STUDY_SQL = [
     " touched_at, finished_at) SELECT it.id, p, 'submitted', '', now(), now(), now()"
     " " + _NEW_ITEMS.replace("WHERE", ", unnest(%(people)s::int[]) p WHERE"),
     "INSERT INTO studies_annotation (assignment_id, codebook_version_id, status, seconds_spent,"
-    " notes, created_at, updated_at, submitted_at)"
-    " SELECT s.id, %(version)s, 'submitted', 30, '', now(), now(), now()"
+    " notes, unsure, created_at, updated_at, submitted_at)"
+    " SELECT s.id, %(version)s, 'submitted', 30, '', '[]', now(), now(), now()"
     " FROM studies_assignment s JOIN studies_item it ON it.id = s.item_id"
     " WHERE it.study_id = %(study)s AND it.position > 100000",
 ]
