@@ -129,7 +129,7 @@ def hierarchy_q(table: Any, leaves: Iterable[Hashable], *, categories: Categorie
     given among the pairable ratings (a group chosen where the codebook allows it).
 
     Inner nodes a rater cannot choose at that level are not categories of the rating scale
-    Gwet's q counts (Gwet 2014 §2.2: "the number of categories in the scale"); counting them
+    Gwet's q counts (Gwet 2008; Handbook 2014, ch. 2: the number of categories); counting them
     adds to q − 1 and lowers p_e, lifting AC1 for nothing the raters could have said.
     """
     coded = encode(table, categories)

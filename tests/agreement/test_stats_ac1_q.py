@@ -3,7 +3,7 @@
 and hierarchical facets, on tables small enough to compute by hand; and the pairwise κ entries
 (n, p_o, p_e, CI) against scikit-learn.
 
-Gwet (2008; 2014 §2.2) defines q as the number of categories of the rating scale: the values a
+Gwet (2008; Handbook 2014, ch. 2) defines q as the number of categories of the rating scale: the values a
 rating can take. For a multi-choice facet the values compared are label SETS (π_k runs over
 them), so q is the number of distinct sets among the pairable ratings — what irrCAC counts when
 given set-valued ratings (its `categ` defaults to the distinct values observed). For a
