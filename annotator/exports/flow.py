@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from html import escape
 
 WIDTH, MIN_HEIGHT, NODE_W, GAP, PAD, ROW = 900, 520, 14, 6, 24, 18
-LABEL_ROOM = 190  # the last column's labels, right of its nodes
+LABEL_ROOM = 190  # the first column's labels, left of its nodes, and the last's, right of them
 PALETTE = (
     "#4e79a7",
     "#f28e2b",
@@ -121,23 +121,37 @@ def _node_svg(
     names: Callable[[str, str], str],
 ) -> str:
     label = escape(names(columns[n.column], n.code))
+    x, anchor = label_position(n)
     shape = (
         f'<rect x="{n.x:.1f}" y="{n.y:.1f}" width="{NODE_W}" height="{n.height:.1f}" '
         f'fill="{NODE_FILL}"><title>{label}: {n.total}</title></rect>'
-        f'<text x="{n.x + NODE_W + 4:.1f}" y="{n.y + n.height / 2 + 4:.1f}" '
-        f'font-size="{TEXT_SIZE}">{label}</text>'
+        f'<text x="{x:.1f}" y="{n.y + n.height / 2 + 4:.1f}" text-anchor="{anchor}" '
+        f'font-size="{TEXT_SIZE}" stroke="#ffffff" stroke-width="3" paint-order="stroke">'
+        f"{label}</text>"
     )
     if href is None:
         return shape
     return f'<a href="{escape(href(columns[n.column], n.code))}">{shape}</a>'
 
 
+def label_position(n: FlowNode) -> tuple[float, str]:
+    """Where a node's label goes: left of the first column's nodes, right of the others'."""
+    if n.column == 0:
+        return n.x - 4, "end"
+    return n.x + NODE_W + 4, "start"
+
+
 def _totals(n: int, links: Sequence[Link]) -> list[dict[str, int]]:
-    totals: list[dict[str, int]] = [{} for _ in range(n)]
+    """Per column, code → the larger of the weights into and out of the node (a middle node
+    carries its issues once, not once per side)."""
+    into: list[dict[str, int]] = [{} for _ in range(n)]
+    out: list[dict[str, int]] = [{} for _ in range(n)]
     for i, a, b, w in links:
-        totals[i][a] = totals[i].get(a, 0) + w
-        totals[i + 1][b] = totals[i + 1].get(b, 0) + w
-    return totals
+        out[i][a] = out[i].get(a, 0) + w
+        into[i + 1][b] = into[i + 1].get(b, 0) + w
+    return [
+        {c: max(into[i].get(c, 0), out[i].get(c, 0)) for c in {*into[i], *out[i]}} for i in range(n)
+    ]
 
 
 def _scale(totals: list[dict[str, int]], height: int) -> float:
@@ -147,13 +161,13 @@ def _scale(totals: list[dict[str, int]], height: int) -> float:
 
 def _place(totals: list[dict[str, int]], scale: float, n: int) -> list[dict[str, list[float]]]:
     """Per column, code → [x, y, height, out offset, in offset]; largest nodes first."""
-    step = (WIDTH - 2 * PAD - NODE_W - LABEL_ROOM) / max(n - 1, 1)
+    step = (WIDTH - 2 * PAD - NODE_W - 2 * LABEL_ROOM) / max(n - 1, 1)
     out = []
     for i, column in enumerate(totals):
         y, placed = float(PAD), {}
         for code, total in sorted(column.items(), key=lambda kv: (-kv[1], kv[0])):
             height = max(total * scale, 1.0)
-            placed[code] = [PAD + i * step, y, height, 0.0, 0.0]
+            placed[code] = [PAD + LABEL_ROOM + i * step, y, height, 0.0, 0.0]
             y += height + GAP
         out.append(placed)
     return out

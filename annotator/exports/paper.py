@@ -23,7 +23,7 @@ import pandas as pd
 from PIL import Image, ImageDraw, ImageFont
 
 from .analysis import Table
-from .flow import NODE_FILL, NODE_W, TEXT_SIZE, FlowLayout, flow_layout
+from .flow import NODE_FILL, NODE_W, TEXT_SIZE, FlowLayout, flow_layout, label_position
 
 LATEX_SPECIALS = {
     "\\": r"\textbackslash{}",
@@ -209,6 +209,15 @@ def flow_png(
     for n in layout.nodes:
         draw.rectangle([n.x * s, n.y * s, (n.x + NODE_W) * s, (n.y + n.height) * s], fill=NODE_FILL)
         label = names(columns[n.column], n.code)
-        y = (n.y + n.height / 2 - TEXT_SIZE / 2) * s
-        draw.text(((n.x + NODE_W + 4) * s, y), label, fill="black", font=font)
+        x, anchor = label_position(n)
+        y = (n.y + n.height / 2) * s
+        draw.text(
+            (x * s, y),
+            label,
+            fill="black",
+            font=font,
+            anchor="rm" if anchor == "end" else "lm",
+            stroke_width=PNG_SCALE,
+            stroke_fill="white",
+        )
     return _png(image)

@@ -17,3 +17,12 @@
     }
   });
 })();
+
+// A filter or level chosen applies at once (the Apply button stays for keyboards and no-JS).
+(function () {
+  "use strict";
+  document.addEventListener("change", function (event) {
+    var select = event.target.closest && event.target.closest(".analysis-filters select");
+    if (select && select.form.requestSubmit) select.form.requestSubmit();
+  });
+})();

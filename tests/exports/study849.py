@@ -31,10 +31,55 @@ REPOSITORIES = (
     ("NVIDIA", "Megatron-LM"),
 )
 DECIDED, UNDECIDED = 849, 11
-GROUPS = {"program-failure": 20, "unexpected-performance": 13}  # + `other`: 34 leaves
+# The seed codebook's categories, with more of the same kind up to the reference study's counts.
+MORE_SYMPTOMS = {
+    "program-failure": (
+        "type-error",
+        "value-error",
+        "assertion-failure",
+        "kernel-launch-failure",
+        "launcher-crash",
+        "compilation-error",
+    ),
+    "unexpected-performance": (
+        "memory-leak",
+        "accuracy-drop",
+        "slow-communication",
+        "load-imbalance",
+        "nondeterminism",
+    ),
+}
+MORE_CAUSES = (
+    "wrong-tensor-shape",
+    "dtype-mismatch",
+    "device-placement-error",
+    "rank-indexing-error",
+    "process-group-misuse",
+    "collective-order-mismatch",
+    "checkpoint-format-mismatch",
+    "state-dict-key-mismatch",
+    "gradient-sync-error",
+    "optimizer-sharding-error",
+    "kernel-bug",
+    "compiler-bug",
+    "environment-variable-error",
+    "network-configuration-error",
+    "file-system-error",
+    "numerical-instability",
+    "build-script-error",
+)
+FIXES = (
+    "fix-communication-configuration",
+    "fix-dependency-version",
+    "fix-distributed-api-usage",
+    "fix-device-assignment",
+    "fix-behavior-logic",
+    "fix-memory-core-setting",
+)
 
 
-def _category(code: str, name: str, parent: str | None = None) -> dict[str, Any]:
+def _category(code: str, parent: str | None = None) -> dict[str, Any]:
+    name = code.replace("-", " ").capitalize()
     out = {"code": code, "name": name, "definition": f"{name}."}
     if parent:
         out["parent"] = parent
@@ -42,27 +87,26 @@ def _category(code: str, name: str, parent: str | None = None) -> dict[str, Any]
 
 
 def reference_document() -> dict[str, Any]:
-    """The seed codebook with the reference study's category counts and no label rules."""
+    """The seed codebook with the reference study's category counts (34 leaf symptoms, 28
+    root causes, 6 fix patterns) and no label rules."""
     with open(SEED_CODEBOOK, encoding="utf-8") as stream:
         document = copy.deepcopy(yaml.safe_load(stream))
     document["codebook"] = {"name": "Reference-sized bugs", "slug": "reference-sized"}
     document.pop("rules", None)
     facets = {f["key"]: f for f in document["facets"]}
-    symptoms = []
-    for group, leaves in GROUPS.items():
-        symptoms.append(_category(group, group.replace("-", " ").capitalize()))
-        symptoms += [
-            _category(f"{group[:4]}-{i:02d}", f"{group[:4].capitalize()} symptom {i}", group)
-            for i in range(1, leaves + 1)
-        ]
-    symptoms.append(_category("other", "Other symptom"))
-    facets["symptom"]["categories"] = symptoms
-    facets["root-cause"]["categories"] = [
-        _category(f"cause-{i:02d}", f"Cause {i} & co_{i}") for i in range(1, 29)
-    ]
-    facets["fix-pattern"]["categories"] = [
-        _category(f"fix-{i}", f"Fix pattern {i}") for i in range(1, 7)
-    ]
+    symptoms = facets["symptom"]["categories"]
+    other = [c for c in symptoms if c["code"] == "other"]
+    symptoms = [c for c in symptoms if c["code"] != "other"]
+    for group, codes in MORE_SYMPTOMS.items():
+        last = max(i for i, c in enumerate(symptoms) if c.get("parent") == group)
+        symptoms[last + 1 : last + 1] = [_category(code, group) for code in codes]
+    facets["symptom"]["categories"] = symptoms + other
+    causes = facets["root-cause"]["categories"]
+    facets["root-cause"]["categories"] = (
+        causes[:-1] + [_category(code) for code in MORE_CAUSES] + causes[-1:]
+    )
+    fixes = facets["fix-pattern"]["categories"]
+    facets["fix-pattern"]["categories"] = [c for c in fixes if c["code"] in FIXES]
     return document
 
 

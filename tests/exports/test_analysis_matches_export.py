@@ -180,7 +180,7 @@ def test_each_levels_shares_sum_to_100_percent(reference) -> None:  # type: igno
     assert abs(sum(r[4].value for r in leaves) - 100) < 0.05 * len(leaves)
     # codebook order: each group's leaves right under it, indented
     names = [r[1].value for r in rows]
-    assert names.index("prog-01") == names.index("program-failure") + 1
+    assert names.index("setup-failure") == names.index("program-failure") + 1
     assert {r[2].indent for r in rows if r[0].value == 2} == {1}
     fixes = table(result, "share-fix-pattern")
     assert sum(r[4].value for r in fixes.rows[:-1]) > 100  # several per issue: said in its note
