@@ -158,9 +158,7 @@ def _filters(selection: SelectionFacts, s: Style) -> str:
     if f.get("repository"):
         parts.append(f"of the repository {s.text(f['repository'])}")
     if f.get("kind"):
-        parts.append(
-            "pull requests only" if f["kind"] == "pr" else "excluding pull requests"
-        )
+        parts.append("pull requests only" if f["kind"] == "pr" else "excluding pull requests")
     if f.get("state"):
         parts.append(f"in state {s.text(f['state'])}")
     if f.get("label"):
