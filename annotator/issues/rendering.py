@@ -9,6 +9,9 @@ What survives, and why:
 * Text structure GitHub renders: p, br, hr, h1-h6, ul/ol/li (``ol start``), blockquote,
   em/strong/del/s, sub/sup, kbd, code/pre, tables (``align`` on th/td only, because markdown-it's
   ``style="text-align:..."`` is rewritten to ``align`` before sanitizing and no ``style`` is kept).
+* ``pre`` always carries ``tabindex="0"``: a log wider (or, in a thread, longer) than its box
+  scrolls, and a region that scrolls must take keyboard focus so it can be scrolled without a
+  mouse (WCAG 2.1.1; axe's scrollable-region-focusable).
 * ``<details>``/``<summary>`` (``open``; ``class="log"`` only): bug reports hide logs in them,
   and long code blocks are collapsed into ``<details class="log">`` here.
 * ``code class="language-xxx"`` matching ``language-[A-Za-z0-9_+-]+``, for later highlighting.
@@ -108,6 +111,7 @@ _CLEANER = nh3.Cleaner(
         "ol": {"start"},
     },
     tag_attribute_values={"details": {"class": {"log"}}, "th": _ALIGN, "td": _ALIGN},
+    set_tag_attribute_values={"pre": {"tabindex": "0"}},
     attribute_filter=_filter_attribute,
     url_schemes={"http", "https", "mailto"},
     link_rel="noopener noreferrer nofollow",

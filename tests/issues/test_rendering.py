@@ -24,7 +24,7 @@ PAYLOADS_FILE = Path(__file__).parent / "data" / "xss_payloads.txt"
 
 # Spelled out independently of rendering.py so a loosened sanitizer fails here.
 _BARE_TAGS = (
-    *("p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "li", "blockquote", "pre"),
+    *("p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "li", "blockquote"),
     *("em", "strong", "del", "s", "sub", "sup", "kbd", "summary", "table", "thead", "tbody", "tr"),
 )
 ALLOWED_ATTRIBUTES: dict[str, set[str]] = {
@@ -33,6 +33,7 @@ ALLOWED_ATTRIBUTES: dict[str, set[str]] = {
     "td": {"align"},
     "ol": {"start"},
     "code": {"class"},
+    "pre": {"tabindex"},  # always "0": a log that scrolls takes keyboard focus
     "details": {"open", "class"},
     "a": {"href", "title", "rel"},
     "img": {"src", "alt", "title", "width", "height"},
@@ -104,6 +105,8 @@ def _safety_problems(html: str) -> list[str]:
             allowed_names = ALLOWED_ATTRIBUTES.get(tag, set())
             if name.startswith("on") or name == "style" or name not in allowed_names:
                 problems.append(f"attribute {tag}[{name}]")
+            if name == "tabindex" and value != "0":
+                problems.append(f"{tag}[tabindex] {value}")
             if name in ("href", "src"):
                 allowed = {"http", "https"} if tag == "img" else LINK_SCHEMES
                 scheme = _scheme(value or "")
@@ -190,10 +193,19 @@ def test_indented_code_block_renders_as_pre_code() -> None:
     assert "boom" in html
 
 
+def test_a_code_block_takes_keyboard_focus_whatever_the_body_says() -> None:
+    # A log scrolls in its box; without focus a keyboard cannot scroll it.
+    html = render_markdown('```\nlog\n```\n\n<pre tabindex="-1">raw</pre>')
+    assert html.count('<pre tabindex="0">') == 2
+    assert "-1" not in html
+
+
 def test_forty_line_log_is_collapsed_into_details() -> None:
     log = "\n".join(f"step {i}: loss=0.{i}" for i in range(40))
     html = render_markdown(f"```\n{log}\n```")
-    assert html.startswith('<details class="log"><summary>Log · 40 lines</summary><pre>')
+    assert html.startswith(
+        '<details class="log"><summary>Log · 40 lines</summary><pre tabindex="0">'
+    )
     assert _tags(html) == ["details", "summary", "pre", "code"]
     assert "step 39" in html
 

@@ -148,7 +148,7 @@ def test_issue_page_renders_code_blocks_and_comments(logged_in_client):
     response = logged_in_client.get(issue.get_absolute_url())
 
     content = response.content.decode()
-    assert '<pre><code class="language-text">RuntimeError: NCCL error' in content
+    assert '<pre tabindex="0"><code class="language-text">RuntimeError: NCCL error' in content
     assert "<strong>this</strong>" in content
     assert issue.github_url in content
 
