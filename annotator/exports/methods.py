@@ -174,7 +174,7 @@ def _filters(selection: SelectionFacts, s: Style) -> str:
 
 def selection_sentence(selection: SelectionFacts, s: Style) -> str:
     text = (
-        f"For round {selection.round} we selected the imported GitHub issues "
+        f"For round {selection.round} we selected the imported issues "
         f"{_filters(selection, s)}: {_count(selection.matched, 'issue')} matched"
     )
     if selection.sample_size is None:
@@ -221,8 +221,8 @@ def labelling_sentence(facts: MethodsFacts, s: Style) -> str:
             described.append(f"{s.text(f.name.lower())} ({f.categories} categories{kind})")
     return (
         f"Each item was labelled independently by k = {facts.k} annotators, blind to each "
-        f"other's labels until their own were submitted; {_count(facts.annotators, 'annotator')} "
-        f"of the study's {facts.members} submitted labels. The codebook was "
+        f"other's labels until their own were submitted; {facts.annotators} of the study's "
+        f"{_count(facts.members, 'annotator')} submitted labels. The codebook was "
         f"{s.quote(facts.codebook)}, version {facts.version}, with "
         f"{_count(len(facts.facets), 'facet')}: {_series(described)}."
     )
@@ -238,14 +238,23 @@ def _value(a: FacetAgreement, s: Style) -> str:
     return text
 
 
+def _coefficients(keys: set[str], s: Style) -> str:
+    """The headline coefficients used, as a paper names them."""
+    if keys == {"krippendorff_alpha", "krippendorff_alpha_masi"}:
+        return (
+            s.coefficient("krippendorff_alpha")
+            + " (with the MASI distance for multi-choice facets)"
+        )
+    return _series([s.coefficient(c) for c in sorted(keys)])
+
+
 def agreement_sentences(facts: MethodsFacts, s: Style) -> list[str]:
     if not facts.agreement:
         return ["No agreement run has been computed yet."]
     out = []
     for run in facts.agreement:
         where = f"In round {run.round}" if run.round is not None else "Over all rounds"
-        coefficients = sorted({a.coefficient for a in run.facets})
-        named = _series([s.coefficient(c) for c in coefficients])
+        named = _coefficients({a.coefficient for a in run.facets}, s)
         values = "; ".join(_value(a, s) for a in run.facets)
         out.append(f"{where}, agreement ({named}) was {values}.")
     interval = facts.agreement[-1].interval
@@ -283,7 +292,7 @@ _SOURCE_WORDS = {
 
 
 def methods_sentences(facts: MethodsFacts, s: Style) -> list[str]:
-    out = [f"We studied issues for {s.quote(facts.study)}."]
+    out = [f"The study {s.quote(facts.study)} labelled GitHub issues."]
     out += [selection_sentence(sel, s) for sel in facts.selections]
     out.append(rounds_sentence(facts, s))
     out.append(labelling_sentence(facts, s))

@@ -169,13 +169,13 @@ def test_methods_paragraph_of_the_demo_study_states_its_records() -> None:
     items = study.items.count()
     assert items == 36
     assert (
-        f"For round 1 we selected the imported GitHub issues of the repository hpcaitech/ColossalAI: "
+        f"For round 1 we selected the imported issues of the repository hpcaitech/ColossalAI: "
         f"{items} issues matched and all were kept ({items} new items, presented in an order shuffled "
         f"with seed {DEMO_SEED})."
     ) in text
     assert f"Labelling ran in 1 round: round 1 (main, {items} items)." in text
     assert "labelled independently by k = 2 annotators" in text
-    assert "2 annotators of the study's 2 submitted labels" in text
+    assert "2 of the study's 2 annotators submitted labels" in text
     assert "The codebook was “Distributed deep-learning bugs”, version 1, with 6 facets" in text
     for facet in run.result["facets"]:
         coefficient = facet["coefficients"][facet["headline"]]

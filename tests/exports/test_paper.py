@@ -220,14 +220,14 @@ FACTS = MethodsFacts(
 def test_methods_paragraph_reads_the_facts() -> None:
     text = methods_markdown(FACTS)
     assert (
-        "For round 1 we selected the imported GitHub issues of the repository hpcaitech/ColossalAI, excluding pull requests: 900 issues matched; we drew a sample stratified by repository (proportional allocation) of 849 issues (seed 7), keeping 849."
+        "For round 1 we selected the imported issues of the repository hpcaitech/ColossalAI, excluding pull requests: 900 issues matched; we drew a sample stratified by repository (proportional allocation) of 849 issues (seed 7), keeping 849."
         in text
     )
     assert (
         "Labelling ran in 2 rounds: round 1 (calibration, 49 items) and round 2 (main, 800 items)."
         in text
     )
-    assert "k = 3 annotators" in text and "3 annotators of the study's 4 submitted labels" in text
+    assert "k = 3 annotators" in text and "3 of the study's 4 annotators submitted labels" in text
     assert "symptom (34 leaf categories under 3 groups)" in text
     assert (
         "In round 1, agreement (Krippendorff's α) was symptom α = 0.812 (95% CI 0.750–0.870, 49 items)."
