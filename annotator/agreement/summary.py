@@ -68,10 +68,13 @@ def facet_summary(
     rater_names: Sequence[str],
 ) -> dict[str, Any]:
     """The stored result of one facet: coefficients, design facts and diagnostics."""
-    coefficients = {name: getattr(stats, name)(table) for name in COEFFICIENTS}
+    q = None
     if parent and not table.multilabel:
-        leaves = stats.hierarchy_leaves(table.labels, parent)
-        coefficients["gwet_ac1"] = stats.gwet_ac1(table, q=stats.hierarchy_q(table, leaves))
+        q = stats.hierarchy_q(table, stats.hierarchy_leaves(table.labels, parent))
+    coefficients = {
+        name: getattr(stats, name)(table, **({"q": q} if name == "gwet_ac1" and q else {}))
+        for name in COEFFICIENTS
+    }
     headline = "krippendorff_alpha"
     if table.multilabel:
         coefficients["krippendorff_alpha_masi"] = stats.krippendorff_alpha(table, distance="masi")
@@ -87,7 +90,7 @@ def facet_summary(
         "design": _design(alpha, table),
         "coefficients": _coefficient_dicts(coefficients, hierarchical=bool(parent)),
         "per_category": per_category(table),
-        "levels": _levels(table, parent),
+        "levels": _levels(table, parent, coefficients),
         "pairwise_cohen": _pairwise(table, rater_names),
         "confusion": stats.confusion_matrix(table).to_dict(),
     }
@@ -158,17 +161,28 @@ def _binary_alphas(table: RatingTable) -> list[dict[str, Any]]:
     return out
 
 
-def _levels(table: RatingTable, parent: Mapping[Any, Any] | None) -> list[dict[str, Any]]:
+def _levels(
+    table: RatingTable,
+    parent: Mapping[Any, Any] | None,
+    coefficients: Mapping[str, stats.AgreementResult],
+) -> list[dict[str, Any]]:
+    """α and AC1 at each depth (labels projected to their ancestor there), roots first. The
+    deepest level projects every label to itself: it is the facet's own table, whose α and
+    AC1 (with the same q) are already computed."""
     if not parent:
         return []
-    levels = stats.hierarchy_alpha(table, parent=parent)
-    ac1 = dict(stats.hierarchy_ac1(table, parent=parent))
+    levels = stats.hierarchy_levels(table, parent)
     out = []
-    for depth, result in levels:
-        level_ac1 = ac1[depth].to_dict()
-        if not table.multilabel:
-            level_ac1["extra"]["q_rule"] = HIERARCHY_Q_RULE
-        out.append({"depth": depth, **result.to_dict(), "gwet_ac1": level_ac1})
+    for depth, level, leaves in levels:
+        if depth == len(levels) - 1:
+            alpha, ac1 = coefficients["krippendorff_alpha"], coefficients["gwet_ac1"]
+        else:
+            alpha = stats.krippendorff_alpha(level)
+            q = stats.hierarchy_q(level, () if table.multilabel else leaves)
+            ac1 = stats.gwet_ac1(level, q=q)
+        level_ac1 = ac1.to_dict()
+        level_ac1["extra"]["q_rule"] = AC1_Q["multi" if table.multilabel else "hierarchy"]
+        out.append({"depth": depth, **alpha.to_dict(), "gwet_ac1": level_ac1})
     return out
 
 
