@@ -9,10 +9,9 @@ from typing import Any
 from urllib.parse import urldefrag, urlsplit
 
 import pytest
-from django.urls import reverse
 
-from tests.adjudication.helpers import label_next, make_scene
 from tests.browser import log_in
+from tests.main_pages import SIGNED_OUT, main_pages
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -48,31 +47,12 @@ def crawl(page: Any, base: str, starts: list[str]) -> dict[str, list[str]]:
 
 
 def test_no_page_shows_template_syntax(browser, live_server):
-    scene = make_scene()
-    item = label_next(scene, {"symptom": "hang"}, {"symptom": "oom"})
-    study = scene.study.pk
+    world = main_pages()  # the crawl starts from every main page, as the person who reads it
     base = live_server.url
     starts = {
-        scene.owner.username: [
-            "/",
-            reverse("issues:list"),
-            reverse("issues:detail", args=[item.issue_id]),
-            reverse("studies:list"),
-            scene.study.get_absolute_url(),
-            reverse("adjudication:queue", args=[study]),
-            reverse("adjudication:item", args=[item.pk]),
-            reverse("taxonomy:guideline", args=[scene.study.codebook_version_id]),
-        ],
-        scene.annotators[0].username: [
-            reverse("studies:list"),
-            reverse("studies:annotate_next", args=[study]),
-            reverse("studies:mine", args=[study]),
-        ],
-        scene.adjudicator.username: [
-            reverse("adjudication:queue", args=[study]),
-            reverse("adjudication:item", args=[item.pk]),
-            reverse("adjudication:items", args=[study]),
-        ],
+        world.username(reader): ["/", *(page.path for page in pages)]
+        for reader, pages in world.by_reader().items()
+        if reader != SIGNED_OUT
     }
     shown: dict[str, dict[str, list[str]]] = {}
     for username, paths in starts.items():
@@ -82,4 +62,5 @@ def test_no_page_shows_template_syntax(browser, live_server):
         log_in(page, base, username)
         shown[username] = crawl(page, base, paths)
         context.close()
+    assert len(starts) == 3
     assert shown == {name: {} for name in starts}

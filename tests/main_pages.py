@@ -1,0 +1,141 @@
+"""The main pages of the app, each with the person who reads it, on one study with something on
+every page: an item that waits for adjudication and is open for discussion, a decided item, an
+agreement run, a finished export, a codebook draft with a change, an API token, an invitation.
+
+Browser tests that go over every page (tests/test_no_template_syntax.py,
+tests/test_accessibility_browser.py) build it once with `main_pages()`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib.auth.tokens import default_token_generator
+from django.urls import reverse
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
+
+from annotator.accounts.services import create_api_token
+from annotator.adjudication.services import post_comment, release_item
+from annotator.agreement.services import run_agreement_run, start_agreement_run
+from annotator.exports.services import run_export_job, start_export_job
+from annotator.studies.models import Membership
+from annotator.studies.services import create_invitation
+from taxonomy_app.services import add_category, start_draft
+from tests.adjudication.helpers import Scene, label_next, make_scene
+from tests.factories import IssueCommentFactory
+
+# Who reads a page: the study's owner, its first annotator, its adjudicator, or nobody signed in.
+OWNER, ANNOTATOR, ADJUDICATOR, SIGNED_OUT = "owner", "annotator", "adjudicator", "signed out"
+
+# A comment as GitHub threads have them: prose, inline code and a log wider than the thread.
+LOG_COMMENT = (
+    "Same here with `zero_stage=3`:\n\n```\n"
+    + "RuntimeError: NCCL communicator was aborted on rank 3. " * 6
+    + "\n```\n"
+)
+
+
+@dataclass(frozen=True)
+class Page:
+    name: str
+    reader: str
+    path: str
+
+
+@dataclass
+class MainPages:
+    scene: Scene
+    pages: list[Page]
+
+    def username(self, reader: str) -> str:
+        return {
+            OWNER: self.scene.owner.username,
+            ANNOTATOR: self.scene.annotators[0].username,
+            ADJUDICATOR: self.scene.adjudicator.username,
+        }[reader]
+
+    def by_reader(self) -> dict[str, list[Page]]:
+        out: dict[str, list[Page]] = {}
+        for page in self.pages:
+            out.setdefault(page.reader, []).append(page)
+        return out
+
+
+def main_pages() -> MainPages:
+    scene = make_scene()
+    study, owner = scene.study, scene.owner
+    # The first item agrees (decided unanimously), the second waits in the disagreement queue;
+    # the first annotator's next item is the annotate page's.
+    decided = label_next(scene, {"symptom": "hang"}, {"symptom": "hang"})
+    disputed = label_next(scene, {"symptom": "hang"}, {"symptom": "oom"})
+    for issue in scene.world.issues:
+        IssueCommentFactory(issue=issue, body=LOG_COMMENT)
+    release_item(item=disputed)
+    post_comment(
+        item=disputed,
+        user=owner,
+        membership=Membership.objects.get(study=study, user=owner),
+        body="Both read the log; is it a hang or memory?",
+    )
+    run = start_agreement_run(study=study, round=scene.world.round, user=owner, enqueue=False)
+    run_agreement_run(run_id=run.pk)
+    export = start_export_job(study=study, user=owner)
+    run_export_job(job_id=export.pk)
+    published = study.codebook_version
+    draft = start_draft(codebook=published.codebook, user=owner)
+    add_category(
+        facet=draft.facets.get(key="symptom"),
+        name="Silent divergence",
+        definition="Loss drifts between ranks without an error.",
+        user=owner,
+    )
+    create_api_token(user=owner, name="notebook", days=30)
+    invitation = create_invitation(study=study, user=owner)
+    uid = urlsafe_base64_encode(force_bytes(owner.pk))
+    token = default_token_generator.make_token(owner)
+
+    s = study.pk
+    pages = [
+        Page("issue list", OWNER, reverse("issues:list")),
+        Page("issue detail", OWNER, reverse("issues:detail", args=[disputed.issue_id])),
+        Page("studies list", OWNER, reverse("studies:list")),
+        Page("study detail", OWNER, study.get_absolute_url()),
+        Page("members", OWNER, reverse("studies:members", args=[s])),
+        Page("dashboard", OWNER, reverse("studies:dashboard", args=[s])),
+        Page("study edit", OWNER, reverse("studies:edit", args=[s])),
+        Page("select", OWNER, reverse("studies:select", args=[s])),
+        Page("item detail", OWNER, reverse("studies:item", args=[disputed.pk])),
+        Page("agreement report", OWNER, reverse("agreement:study", args=[s])),
+        Page("exports", OWNER, reverse("exports:start", args=[s])),
+        Page("export job", OWNER, reverse("exports:job", args=[export.pk])),
+        Page("analysis", OWNER, reverse("exports:analysis", args=[s])),
+        Page(
+            "analysis issues",
+            OWNER,
+            reverse("exports:analysis_issues", args=[s]) + "?label=symptom:hang",
+        ),
+        Page("codebook list", OWNER, reverse("taxonomy:list")),
+        Page("codebook", OWNER, reverse("taxonomy:codebook", args=[published.codebook_id])),
+        Page("codebook version", OWNER, reverse("taxonomy:version", args=[published.pk])),
+        Page("codebook draft", OWNER, reverse("taxonomy:version", args=[draft.pk])),
+        Page("codebook diff", OWNER, reverse("taxonomy:diff", args=[draft.pk])),
+        Page("guideline", OWNER, reverse("taxonomy:guideline", args=[published.pk])),
+        Page("discussion", OWNER, reverse("adjudication:discussion", args=[disputed.pk])),
+        Page("tokens", OWNER, reverse("accounts:tokens")),
+        Page("password change", OWNER, reverse("password_change")),
+        Page("annotate", ANNOTATOR, reverse("studies:annotate_next", args=[s])),
+        Page("my items", ANNOTATOR, reverse("studies:mine", args=[s])),
+        Page("adjudication queue", ADJUDICATOR, reverse("adjudication:queue", args=[s])),
+        Page("adjudicate", ADJUDICATOR, reverse("adjudication:item", args=[disputed.pk])),
+        Page("adjudication items", ADJUDICATOR, reverse("adjudication:items", args=[s])),
+        Page("history", ADJUDICATOR, reverse("adjudication:history", args=[disputed.pk])),
+        Page("login", SIGNED_OUT, reverse("login")),
+        Page("invitation", SIGNED_OUT, reverse("studies:join", args=[invitation.token])),
+        Page("password reset", SIGNED_OUT, reverse("password_reset")),
+        Page("password reset sent", SIGNED_OUT, reverse("password_reset_done")),
+        Page(
+            "password reset link", SIGNED_OUT, reverse("password_reset_confirm", args=[uid, token])
+        ),
+    ]
+    assert decided.pk != disputed.pk
+    return MainPages(scene=scene, pages=pages)
