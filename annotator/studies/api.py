@@ -132,6 +132,20 @@ class AssignmentOutput(serializers.Serializer):
     issue = serializers.IntegerField(source="item.issue_id")
     issue_ref = serializers.CharField(source="item.issue.__str__")
     title = serializers.CharField(source="item.issue.title")
+    unsure = serializers.SerializerMethodField(
+        help_text="keys of the facets marked unsure in its draft or submitted annotation"
+    )
+
+    def get_unsure(self, assignment: Assignment) -> list[str]:
+        return unsure_of(assignment)
+
+
+def unsure_of(assignment: Assignment) -> list[str]:
+    """The facets marked unsure in the assignment's annotation; none before it has one."""
+    try:
+        return list(assignment.annotation.unsure)
+    except Annotation.DoesNotExist:
+        return []
 
 
 class WorkInput(serializers.Serializer):

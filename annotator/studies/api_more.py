@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 
 from . import services
 from .access import MANAGERS, SEE_ALL
-from .api import RoundOutput, SelectionOutput, StudyOutput, _membership, _refuse
+from .api import RoundOutput, SelectionOutput, StudyOutput, _membership, _refuse, unsure_of
 from .errors import StudyError
 from .models import Assignment, Invitation, Item, Membership, Round, Selection, Study
 from .services.studies import MAX_INVITATION_DAYS
@@ -77,6 +77,10 @@ class MyAssignmentOutput(serializers.Serializer):
     issue = IssueRefOutput(source="item.issue")
     assigned_at = serializers.DateTimeField()
     submitted_at = serializers.DateTimeField(source="annotation.submitted_at", allow_null=True)
+    unsure = serializers.SerializerMethodField(help_text="keys of the facets marked unsure")
+
+    def get_unsure(self, assignment: Assignment) -> list[str]:
+        return unsure_of(assignment)
 
 
 class SelectionRecordOutput(SelectionOutput):

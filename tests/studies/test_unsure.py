@@ -167,7 +167,9 @@ def test_the_shortcuts_dialog_and_the_boxes_name_the_key(client, world):
 # --- the API ----------------------------------------------------------------------------------
 def test_the_api_saves_unsure_with_drafts_and_submits_and_shows_it(world):
     a = api(world.annotators[0])
-    assignment = a.post(f"/api/studies/{world.study.pk}/next-item/").data["id"]
+    given = a.post(f"/api/studies/{world.study.pk}/next-item/").data
+    assignment = given["id"]
+    assert given["unsure"] == []  # no annotation yet
     draft = a.put(
         f"/api/assignments/{assignment}/draft/",
         {"labels": {"symptom": ["hang"]}, "unsure": ["symptom", "screening"]},
@@ -183,6 +185,9 @@ def test_the_api_saves_unsure_with_drafts_and_submits_and_shows_it(world):
     assert (done.data["status"], done.data["unsure"]) == ("submitted", ["fix"])
     listed = a.get(f"/api/studies/{world.study.pk}/annotations/").data["results"]
     assert [row["unsure"] for row in listed] == [["fix"]]
+    assert a.get(f"/api/assignments/{assignment}/").data["unsure"] == ["fix"]
+    mine = a.get(f"/api/studies/{world.study.pk}/my-assignments/").data["results"]
+    assert [row["unsure"] for row in mine] == [["fix"]]
     owner = api(world.owner).get(f"/api/studies/{world.study.pk}/annotations/").data
     assert [row["unsure"] for row in owner["results"]] == [["fix"]]
 
