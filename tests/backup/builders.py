@@ -6,7 +6,7 @@ on the multi-choice facet left in the queue and released for discussion (with a 
 one the first annotator skipped, the second submitted and a third left as a draft; "unsure"
 marks on a submitted annotation of the queued item and on the draft, and the study's routing of
 unsure labels turned off (not its default). Calibration
-round: two DeepSpeed issues (a renamed repository, with its former name) both annotators agree
+round: six DeepSpeed issues (a renamed repository, with its former name) both annotators agree
 on, an agreement run of it that passed calibration, and one over all rounds. A proposal accepted
 into v2 of the codebook (which also splits a category and moves an older one under the new
 one), one rejected, an invitation, an agreement
@@ -80,9 +80,15 @@ MAIN: list[tuple[Any, Any]] = [
     ),
     ("skip", {"screening": "not-a-bug"}),
 ]
+# Both annotators agree on each; every facet varies across items even with any one item left
+# out, so the run's jackknife interval is defined and the round can pass calibration.
 CALIBRATION = [
     {"screening": "relevant", "symptom": "hang", "fix": ["version"]},
     {"screening": "not-a-bug", "fix": ["config"]},
+    {"screening": "relevant", "symptom": "oom", "fix": ["version"]},
+    {"screening": "not-a-bug", "fix": ["config"]},
+    {"screening": "relevant", "symptom": "hang", "fix": ["version"]},
+    {"screening": "relevant", "symptom": "oom", "fix": ["config"]},
 ]
 
 

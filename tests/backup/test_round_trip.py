@@ -71,6 +71,6 @@ def _check_what_the_comparison_cannot_see(cursor, built) -> None:
     )
     assert sorted(cursor.fetchall()) == [("draft", '["symptom"]'), ("submitted", '["fix"]')]
     cursor.execute("SELECT unsure_facets::text FROM adjudication_itemagreement")
-    assert sorted(row[0] for row in cursor.fetchall()) == ['["fix"]', *["[]"] * 4]
+    assert sorted(row[0] for row in cursor.fetchall()) == ['["fix"]', *["[]"] * 8]
     cursor.execute("SELECT route_unsure_to_adjudication FROM studies_study")
     assert cursor.fetchall() == [(False,)]
