@@ -65,6 +65,12 @@ def _job(request: Request, pk: int) -> ExportJob:
 class ExportInput(serializers.Serializer):
     format = serializers.ChoiceField(choices=ExportJob.Format.values, default="csv")
     table = serializers.ChoiceField(choices=ExportJob.Table.values, default="final")
+    scope = serializers.ChoiceField(
+        choices=ExportJob.Scope.values,
+        default="all",
+        help_text="all: every item passing the filters (undecided ones with empty labels); "
+        "decided: only items with a decision",
+    )
     round = serializers.IntegerField(required=False, min_value=1, help_text="round number")
     # Named like Field.source, which the stubs take for an override (djangorestframework-stubs
     # #158); the serializer's metaclass moves declared fields off the class.
@@ -83,6 +89,7 @@ class ExportOutput(serializers.ModelSerializer):
             "study",
             "format",
             "table",
+            "scope",
             "filters",
             "status",
             "error",
@@ -114,10 +121,15 @@ class ExportListCreateApi(APIView):
         data = ExportInput(data=request.data)
         data.is_valid(raise_exception=True)
         values: dict[str, Any] = dict(data.validated_data)
-        format, table = values.pop("format"), values.pop("table")
+        format, table, scope = values.pop("format"), values.pop("table"), values.pop("scope")
         try:
             job = start_export_job(
-                study=study, format=format, table=table, filters=values, user=request.user
+                study=study,
+                format=format,
+                table=table,
+                scope=scope,
+                filters=values,
+                user=request.user,
             )
         except ExportFilterError as error:
             raise ValidationError({"detail": str(error)}) from None

@@ -21,6 +21,30 @@ class AgreementFigure:
     units: int | None = None
 
 
+@dataclass(frozen=True)
+class ExportScope:
+    """Which items an export holds: every item passing its filters, or the decided ones."""
+
+    decided_only: bool
+    passing: int  # items passing the filters
+    decided: int  # of those, items with a decision
+
+    def sentence(self) -> str:
+        undecided = self.passing - self.decided
+        if self.decided_only:
+            return (
+                f"decided items only: {self.decided} of the {self.passing} items passing the "
+                f"filters; the {undecided} without a decision are left out"
+            )
+        if not undecided:
+            return f"every item passing the filters ({self.passing}), each with a decision"
+        return (
+            f"every item passing the filters ({self.passing}); the {undecided} without a "
+            "decision yet are rows with empty final labels (export decided items only to "
+            "leave them out)"
+        )
+
+
 def _cell(text: object) -> str:
     # Markdown tables break on pipes and newlines in user text (queries, names).
     return str(text).replace("|", "\\|").replace("\n", " ")
@@ -85,6 +109,7 @@ def dataset_card(
     exported_at: datetime,
     tables: Mapping[str, Sequence[Column]],
     categories: Mapping[str, Mapping[str, str]] | None = None,
+    scope: ExportScope | None = None,
 ) -> str:
     """The Markdown card of an export.
 
@@ -98,6 +123,7 @@ def dataset_card(
         f"- Codebook: {codebook_name}, version {codebook_version}",
         f"- Exported at: {iso(exported_at)}",
         f"- Selection query: {_query(selection_query)}",
+        *([f"- Scope: {scope.sentence()}"] if scope else []),
         "",
         "## Counts",
         "",

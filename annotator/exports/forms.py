@@ -19,6 +19,11 @@ class ExportForm(forms.Form):
         initial="final",
         help_text="XLSX always holds a sheet per annotator plus Final",
     )
+    decided_only = forms.BooleanField(
+        required=False,
+        label="Decided items only",
+        help_text="leave out items without a decision (otherwise rows with empty final labels)",
+    )
     round = forms.TypedChoiceField(coerce=int, required=False, empty_value=None)
     source = forms.ChoiceField(
         choices=[("", "any decision source"), *Decision.Source.choices],
@@ -38,6 +43,9 @@ class ExportForm(forms.Form):
         rounds = study.rounds.values_list("number", flat=True)
         round_field = cast(forms.TypedChoiceField, self.fields["round"])
         round_field.choices = [("", "every round"), *((n, f"round {n}") for n in rounds)]
+
+    def scope(self) -> str:
+        return ExportJob.Scope.DECIDED if self.cleaned_data["decided_only"] else ExportJob.Scope.ALL
 
     def filters(self) -> dict[str, Any]:
         keys = ("round", "source", "screening", "repository")

@@ -26,6 +26,10 @@ class ExportJob(Job):
         FINAL = "final", "final dataset (one row per issue)"
         LONG = "long", "long table (one row per label given)"
 
+    class Scope(models.TextChoices):
+        ALL = "all", "every item passing the filters (undecided ones with empty labels)"
+        DECIDED = "decided", "decided items only"
+
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="export_jobs")
     format = models.CharField(max_length=8, choices=Format.choices, default=Format.CSV)
     table = models.CharField(
@@ -34,6 +38,7 @@ class ExportJob(Job):
         default=Table.FINAL,
         help_text="ignored for XLSX, which holds every annotator's sheet and Final",
     )
+    scope = models.CharField(max_length=8, choices=Scope.choices, default=Scope.ALL)
     # {"round": n, "source": "...", "screening": "code", "repository": "owner/name"}
     filters = models.JSONField(default=dict, blank=True)
     total_rows = models.PositiveIntegerField(default=0)

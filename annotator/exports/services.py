@@ -28,7 +28,7 @@ from annotator.jobs import claim_job, finish_job, job_heartbeat, report_progress
 from annotator.studies.models import Annotation, AnnotationLabel, Item, Study
 
 from . import writers
-from .card import AgreementFigure
+from .card import AgreementFigure, ExportScope
 from .columns import LONG_TABLE_COLUMNS, Column, annotator_sheet_columns, final_dataset_columns
 from .models import ExportJob
 from .rows import (
@@ -54,6 +54,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 Format = ExportJob.Format
 Table = ExportJob.Table
+Scope = ExportJob.Scope
 TEXT_WRITERS: dict[str, Callable[..., int]] = {
     "csv": writers.write_csv,
     "json": writers.write_json,
@@ -75,6 +76,7 @@ def export_dataset(
     out: IO[bytes],
     table: str = Table.FINAL,
     filters: dict[str, Any] | None = None,
+    scope: str = Scope.ALL,
     on_progress: Callable[[int], None] | None = None,
 ) -> ExportResult:
     """Write the study's final dataset or long table (XLSX: a sheet per annotator plus `Final`)
@@ -82,14 +84,14 @@ def export_dataset(
 
     Columns: see `annotator.exports.writers`. Filters: `round` (number), `source` (decision
     source), `screening` (screening category code of the decision), `repository` (owner/name).
-    Raises ExportFilterError for a bad filter, ValueError for an unknown format or table.
+    Scope: `all` writes every item passing the filters (an undecided one with empty labels),
+    `decided` only the items with a decision. Raises ExportFilterError for a bad filter,
+    ValueError for an unknown format, table or scope.
     """
-    if format not in Format.values:
-        raise ValueError(f"unknown format {format!r}; use one of {', '.join(Format.values)}")
-    if table not in Table.values:
-        raise ValueError(f"unknown table {table!r}; use one of {', '.join(Table.values)}")
+    _check_choices(format=format, table=table, scope=scope)
     with transaction.atomic():
-        items = filtered_items(study, dict(filters or {}))
+        passing = filtered_items(study, dict(filters or {}))
+        items = scoped_items(passing, scope)
         book = load_codebook(study.codebook_version)
         progress = _Progress(on_progress)
         if format == Format.XLSX:
@@ -98,8 +100,31 @@ def export_dataset(
             columns, rows = _table(items, book, table)
             TEXT_WRITERS[format](progress.count(rows), columns, out)
             tables = {table: columns}
-        card = build_card(study=study, items=items, book=book, tables=tables, filters=filters)
+        card = build_card(
+            study=study,
+            items=items,
+            book=book,
+            tables=tables,
+            filters=filters,
+            scope=scope,
+            passing=passing.count(),
+        )
     return ExportResult(rows=progress.rows, card=card)
+
+
+def _check_choices(*, format: str, table: str, scope: str) -> None:
+    for name, value, choices in (
+        ("format", format, Format.values),
+        ("table", table, Table.values),
+        ("scope", scope, Scope.values),
+    ):
+        if value not in choices:
+            raise ValueError(f"unknown {name} {value!r}; use one of {', '.join(choices)}")
+
+
+def scoped_items(items: QuerySet[Item], scope: str) -> QuerySet[Item]:
+    """The items an export of `scope` writes: all of them, or those with a decision."""
+    return items.filter(decision__isnull=False) if scope == Scope.DECIDED else items
 
 
 def _table(
@@ -139,9 +164,11 @@ class _Progress:
             yield row
 
 
-def total_rows(*, study: Study, table: str, format: str, filters: dict[str, Any]) -> int:
+def total_rows(
+    *, study: Study, table: str, format: str, filters: dict[str, Any], scope: str = Scope.ALL
+) -> int:
     """How many rows the export will write (the progress bar's 100%)."""
-    items = filtered_items(study, filters)
+    items = scoped_items(filtered_items(study, filters), scope)
     submitted = Annotation.Status.SUBMITTED
     if format == Format.XLSX:
         annotations = Annotation.objects.filter(assignment__item__in=items.values("pk"))
@@ -161,6 +188,8 @@ def build_card(
     book: Codebook,
     tables: dict[str, list[Column]],
     filters: dict[str, Any] | None = None,
+    scope: str = Scope.ALL,
+    passing: int | None = None,
     exported_at: datetime | None = None,
 ) -> str:
     """The Markdown card: codebook version, selection queries and counts, the latest agreement
@@ -168,12 +197,14 @@ def build_card(
     version = study.codebook_version
     selections = list(study.selections.order_by("created_at", "pk"))
     query = " ; ".join(s.method_text for s in selections)
+    exported = items.count()
+    decided = items.filter(decision__isnull=False).count()
     counts = {
         "issues matched by the selections": sum(s.matched for s in selections),
         "issues sampled": sum(s.sampled for s in selections),
         "items in the study": study.items.count(),
-        "items exported": items.count(),
-        "items with a decision": items.filter(decision__isnull=False).count(),
+        "items exported": exported,
+        "items with a decision": decided,
         "submitted annotations": Annotation.objects.filter(
             assignment__item__in=items.values("pk"), status=Annotation.Status.SUBMITTED
         ).count(),
@@ -190,6 +221,11 @@ def build_card(
         exported_at=exported_at or timezone.now(),
         tables=tables,
         categories=book.names,
+        scope=ExportScope(
+            decided_only=scope == Scope.DECIDED,
+            passing=exported if passing is None else passing,
+            decided=decided,
+        ),
     )
 
 
@@ -229,19 +265,20 @@ def start_export_job(
     format: str = Format.CSV,
     table: str = Table.FINAL,
     filters: dict[str, Any] | None = None,
+    scope: str = Scope.ALL,
     user: Any = None,
 ) -> ExportJob:
     """Check the request, create a queued ExportJob and queue it once the transaction commits."""
     from annotator.dispatch import enqueue_job
 
-    if format not in Format.values or table not in Table.values:
-        raise ValueError(f"choose a format of {Format.values} and a table of {Table.values}")
+    _check_choices(format=format, table=table, scope=scope)
     clean = {k: v for k, v in (filters or {}).items() if v not in (None, "")}
     filtered_items(study, clean)  # raises ExportFilterError now rather than in the job
     job = ExportJob.objects.create(
         study=study,
         format=format,
         table=table,
+        scope=scope,
         filters=clean,
         created_by=user if getattr(user, "is_authenticated", False) else None,
     )
@@ -273,7 +310,13 @@ def run_export_job(*, job_id: int) -> None:
 
 
 def _write_and_store(job: ExportJob, path: Path) -> None:
-    total = total_rows(study=job.study, table=job.table, format=job.format, filters=job.filters)
+    total = total_rows(
+        study=job.study,
+        table=job.table,
+        format=job.format,
+        filters=job.filters,
+        scope=job.scope,
+    )
     report_progress(ExportJob, job.pk, total_rows=total)
     with path.open("wb") as out:
         result = export_dataset(
@@ -282,6 +325,7 @@ def _write_and_store(job: ExportJob, path: Path) -> None:
             out=out,
             table=job.table,
             filters=job.filters,
+            scope=job.scope,
             on_progress=lambda n: report_progress(ExportJob, job.pk, rows_written=n),
         )
     with path.open("rb") as written:

@@ -36,6 +36,7 @@ def export_start(request: HttpRequest, study_id: int) -> HttpResponse:
                 format=form.cleaned_data["format"],
                 table=form.cleaned_data["table"],
                 filters=form.filters(),
+                scope=form.scope(),
                 user=request.user,
             )
         except ExportFilterError as error:

@@ -26,6 +26,11 @@ class Command(BaseCommand):
         parser.add_argument("--format", required=True, choices=ExportJob.Format.values)
         parser.add_argument("--out", required=True, help="file to write")
         parser.add_argument("--table", default="final", choices=ExportJob.Table.values)
+        parser.add_argument(
+            "--decided-only",
+            action="store_true",
+            help="only items with a decision (otherwise undecided items have empty labels)",
+        )
         parser.add_argument("--round", type=int, help="only items of this round number")
         parser.add_argument("--source", help="only items decided this way (imported, …)")
         parser.add_argument("--screening", help="only items whose screening decision is CODE")
@@ -45,6 +50,7 @@ class Command(BaseCommand):
                     format=options["format"],
                     out=stream,
                     table=options["table"],
+                    scope=ExportJob.Scope.DECIDED if options["decided_only"] else "all",
                     filters={k: v for k, v in filters.items() if v is not None},
                 )
         except (ExportFilterError, ValueError) as error:
