@@ -4,7 +4,9 @@ SVG or PNG bytes.
 Tables: `table_frame` turns an analysis `Table` into a DataFrame; `csv_bytes` writes it as
 UTF-8 CSV (one header row, no index); `latex_bytes` as a booktabs `table` environment
 (`\\toprule`, `\\midrule`, `\\bottomrule`; the preamble needs `\\usepackage{booktabs}`), text
-escaped for LaTeX, numbers right-aligned, a tree's names indented with `\\quad` per level.
+escaped for LaTeX, numbers right-aligned, a tree's names indented with `\\quad` per level; a
+table of more than WIDE_COLUMNS columns is scaled to the line width (`\\resizebox`, from
+`\\usepackage{graphicx}`).
 
 Charts: `bar_svg`/`bar_png` draw horizontal bars (a share per category); `flow_png` draws the
 shapes of `flow.flow_layout` that `flow.flow_svg` draws as SVG. PNGs are drawn at twice the
@@ -14,6 +16,7 @@ SVG's size with the font Pillow ships, so they need no system font.
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
@@ -38,6 +41,7 @@ LATEX_SPECIALS = {
     "^": r"\textasciicircum{}",
 }
 PNG_SCALE = 2
+WIDE_COLUMNS = 10
 
 
 def table_frame(table: Table) -> pd.DataFrame:
@@ -81,7 +85,8 @@ def latex_bytes(
         r"\begin{table}[t]",
         r"\centering",
         rf"\caption{{{latex_escape(caption)}}}",
-        rf"\label{{{latex_escape(label)}}}",
+        rf"\label{{{re.sub(r'[^A-Za-z0-9:.-]', '-', label)}}}",
+        *([r"\resizebox{\linewidth}{!}{%"] if len(frame.columns) > WIDE_COLUMNS else []),
         rf"\begin{{tabular}}{{{spec}}}",
         r"\toprule",
         " & ".join(latex_escape(str(c)) for c in frame.columns) + r" \\",
@@ -93,7 +98,9 @@ def latex_bytes(
             j = list(frame.columns).index(indent_column)
             cells[j] = r"\quad" * indent[i] + " " + cells[j]
         lines.append(" & ".join(cells) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    lines += ["}"] if len(frame.columns) > WIDE_COLUMNS else []
+    lines += [r"\end{table}", ""]
     return "\n".join(lines).encode("utf-8")
 
 

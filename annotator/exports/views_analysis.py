@@ -24,6 +24,7 @@ from .analysis import (
     STAGE,
     AnalysisParameterError,
     Cell,
+    Scheme,
     Table,
     distributed_bars,
     share_bars,
@@ -123,7 +124,7 @@ def _context(result: Analysis, query: dict[str, str]) -> dict[str, object]:
             for f in scheme.hierarchical()
         ],
         "methods_markdown": methods_markdown(facts),
-        **_choices(study),
+        **_choices(study, scheme),
     }
 
 
@@ -137,9 +138,9 @@ def _level_choice(result: Analysis, facet: str) -> str:
     return "leaf" if level is None else str(level)
 
 
-def _choices(study: Study) -> dict[str, object]:
+def _choices(study: Study, scheme: Scheme | None = None) -> dict[str, object]:
     """The options of the filter selects: the study's rounds, repositories and categories."""
-    scheme = scheme_of(load_codebook(study.codebook_version))
+    scheme = scheme or scheme_of(load_codebook(study.codebook_version))
     screening, stage = scheme.facet(SCREENING), scheme.facet(STAGE)
     repositories = (
         Repository.objects.filter(issues__study_items__study=study)

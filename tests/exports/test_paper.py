@@ -128,11 +128,19 @@ def test_latex_is_booktabs_with_escaped_text_and_indented_names() -> None:
     lines = tex.splitlines()
     assert lines.index(r"\toprule") < lines.index(r"\midrule") < lines.index(r"\bottomrule")
     assert r"\caption{Share of each symptom, 100\% of 3}" in tex
-    assert r"\label{tab:share\_symptom}" in tex
+    assert r"\label{tab:share-symptom}" in tex and r"\resizebox" not in tex
     assert r"level & category & name & issues & \% & o/r & o/r \% \\" in tex
     assert r"2 & hang & \quad Hang & 1 & 33.3 & 1 & 33.3 \\" in tex
     cause = {t.id: t for t in analysis_tables(dataset())}["share-root-cause"]
     assert r"Config \& co\_1" in latex_bytes(table_frame(cause), caption="c", label="l").decode()
+
+
+def test_a_wide_latex_table_is_scaled_to_the_line_width() -> None:
+    frame = pd.DataFrame([[f"c{i}" for i in range(12)]], columns=[f"h{i}" for i in range(12)])
+    lines = latex_bytes(frame, caption="Wide", label="tab:wide").decode().splitlines()
+    start = lines.index(r"\resizebox{\linewidth}{!}{%")
+    assert lines[start + 1].startswith(r"\begin{tabular}{llllllllllll}")
+    assert lines[lines.index(r"\end{tabular}") + 1] == "}"
 
 
 def test_csv_reads_back_to_the_same_table() -> None:
