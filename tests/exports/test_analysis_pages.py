@@ -194,3 +194,23 @@ def test_methods_paragraph_of_the_demo_study_states_its_records() -> None:
         "report); 30 are undecided."
     ) in text
     assert "hpcaitech/ColossalAI" in methods_latex(methods_facts(study))
+
+
+def test_page_and_api_queries_do_not_grow_with_the_items(client, reference) -> None:  # type: ignore[no-untyped-def]
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(reference.study.created_by)
+    url = reverse("exports:analysis", args=[reference.study.pk])
+    api = api_for(reference.study.created_by)
+    client.get(url), api.get(f"/api/studies/{reference.study.pk}/analysis/")  # sessions, tokens
+    counts = []
+    for params in ({"round": "2"}, {}):  # 100 items, then all 860
+        with CaptureQueriesContext(connection) as page:
+            assert client.get(url, params).status_code == 200
+        with CaptureQueriesContext(connection) as answer:
+            assert (
+                api.get(f"/api/studies/{reference.study.pk}/analysis/", params).status_code == 200
+            )
+        counts.append((len(page), len(answer)))
+    assert counts[0] == counts[1], counts
