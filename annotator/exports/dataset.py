@@ -16,7 +16,7 @@ from django.db.models import Count
 
 from annotator.adjudication.models import Decision
 from annotator.agreement.models import AgreementRun
-from annotator.issues.models import Repository
+from annotator.issues.filter_text import filter_names, readable_filters
 from annotator.studies.models import Annotation, Item, Membership, Selection, Study
 
 from .analysis import (
@@ -68,20 +68,13 @@ def study_dataset(study: Study, filters: dict[str, Any] | None = None) -> Datase
     return Dataset(scheme, [r for r in records if r is not None])
 
 
-def _described_filters(filters: dict[str, Any]) -> dict[str, str]:
-    """A selection's stored filters with the repository by name (`hpcaitech/ColossalAI`)."""
-    out = {k: str(v) for k, v in filters.items() if v not in (None, "")}
-    if out.get("repository", "").isdigit():
-        repository = Repository.objects.filter(pk=int(out["repository"])).first()
-        out["repository"] = repository.full_name if repository else f"#{out['repository']}"
-    return out
-
-
 def _selections(study: Study) -> list[SelectionFacts]:
+    selections = list(Selection.objects.filter(study=study).select_related("round"))
+    names = filter_names(s.filters for s in selections)
     return [
         SelectionFacts(
             round=s.round.number,
-            filters=_described_filters(s.filters),
+            filters=readable_filters(s.filters, names),
             matched=s.matched,
             sample_size=s.sample_size,
             seed=s.seed,
@@ -90,7 +83,7 @@ def _selections(study: Study) -> list[SelectionFacts]:
             added=s.added,
             strata=s.strata or {},
         )
-        for s in Selection.objects.filter(study=study).select_related("round")
+        for s in selections
     ]
 
 

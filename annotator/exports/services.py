@@ -24,6 +24,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from annotator.agreement.models import AgreementRun
+from annotator.issues.filter_text import filters_in_words
 from annotator.jobs import claim_job, finish_job, job_heartbeat, report_progress
 from annotator.studies.models import Annotation, AnnotationLabel, Item, Study
 
@@ -230,7 +231,7 @@ def build_card(
 
 
 def _describe(filters: dict[str, Any]) -> str:
-    return ", ".join(f"{k} = {v}" for k, v in filters.items())
+    return filters_in_words(filters, quote=False, separator=", ")
 
 
 def agreement_figures(study: Study, filters: dict[str, Any]) -> list[AgreementFigure]:
