@@ -72,11 +72,12 @@ def add_member_accounts(page: Page, names: list[str], role: str) -> dict[str, st
     """On the Members page: create an account per name with `role`; returns the passwords the
     page prints once."""
     passwords = {}
+    add = page.locator("form").filter(has=page.get_by_role("heading", name="Add a member"))
     for name in names:
-        page.get_by_label("Username").fill(name)
-        page.get_by_label("Role:", exact=True).select_option(role)
-        page.get_by_label("Create a new account").check()
-        page.get_by_role("button", name="Add").click()
+        add.get_by_label("Username").fill(name)
+        add.get_by_label("Role").select_option(role)
+        add.get_by_label("Create a new account").check()
+        add.get_by_role("button", name="Add").click()
         created = page.get_by_role("status").filter(has_text="created with password")
         expect(created).to_contain_text(name)
         passwords[name] = created.locator("code").inner_text()

@@ -16,6 +16,7 @@ all known in advance.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,8 +132,9 @@ def owner_creates_the_study(page: Page) -> dict[str, str]:
     rounds = page.locator("table.numbers tbody tr")
     expect(rounds).to_have_count(2)  # the new study's empty round 1 became the calibration round
     # every annotator labels a calibration item; k of them a main one
-    expect(rounds.nth(0).locator("td")).to_have_text(["Round 1", "calibration", "0 / 12"])
-    expect(rounds.nth(1).locator("td")).to_have_text(["Round 2", "main", "0 / 12"])
+    first, second = (re.compile(f"^{kind}") for kind in ("calibration", "main"))
+    expect(rounds.nth(0).locator("td")).to_have_text(["Round 1", first, "0 / 12 (0%)"])
+    expect(rounds.nth(1).locator("td")).to_have_text(["Round 2", second, "0 / 12 (0%)"])
     return passwords
 
 
