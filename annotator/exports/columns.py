@@ -98,7 +98,20 @@ def final_dataset_columns(facets: Sequence[FacetSpec]) -> list[Column]:
         )
     )
     columns.append(Column("decided_at", "timestamp", "When the decision was recorded (UTC)"))
+    columns.extend(DECISION_NOTE_COLUMNS)
     return columns
+
+
+DECISION_NOTE_COLUMNS = (
+    Column(
+        "reason",
+        "str",
+        "The adjudication reason code (guideline-gap, ambiguous-report, annotator-slip, "
+        "codebook-change, other); empty for automatic decisions",
+    ),
+    Column("comment", "str", "The adjudicator's comment on the decision"),
+)
+NOTES = Column("notes", "str", "The annotator's notes on the item")
 
 
 def annotator_sheet_columns(facets: Sequence[FacetSpec]) -> list[Column]:
@@ -110,13 +123,20 @@ def annotator_sheet_columns(facets: Sequence[FacetSpec]) -> list[Column]:
         columns.append(unsure_column(facet))
     columns.append(Column("submitted_at", "timestamp", "When the annotation was submitted (UTC)"))
     columns.append(Column("seconds_spent", "int", "Seconds the annotator spent on the item"))
+    columns.append(NOTES)
     return columns
 
 
 LONG_TABLE_COLUMNS = (
     *ITEM_COLUMNS,
+    Column(
+        "row_kind",
+        "str",
+        "annotation: a label an annotator gave; decision: a final label of the item's decision "
+        "(after the item's annotation rows; keep row_kind = annotation for agreement)",
+    ),
     Column("facet", "str", "Facet key (screening, stage, symptom, root-cause, fix-pattern, …)"),
-    Column("annotator", "str", "Username of the annotator"),
+    Column("annotator", "str", "Username of the annotator (empty on decision rows)"),
     Column(
         "category",
         "str",
@@ -128,6 +148,24 @@ LONG_TABLE_COLUMNS = (
     Column("codebook_version", "int", "Number of the codebook version the label was given in"),
     Column("submitted_at", "timestamp", "When the annotation was submitted (UTC)"),
     Column("seconds_spent", "int", "Seconds the annotator spent on the whole item"),
+    Column(
+        "notes",
+        "str",
+        "The annotator's notes on the item (repeated on each of their rows; empty on decision "
+        "rows)",
+    ),
+    Column(
+        "decision_source",
+        "str",
+        "On decision rows: unanimous, majority, adjudicated or imported",
+    ),
+    Column(
+        "reason",
+        "str",
+        "On decision rows: the adjudication reason code (guideline-gap, ambiguous-report, "
+        "annotator-slip, codebook-change, other); empty for automatic decisions",
+    ),
+    Column("comment", "str", "On decision rows: the adjudicator's comment"),
 )
 
 

@@ -217,7 +217,13 @@ def final_rows(items: QuerySet[Item], book: Codebook) -> Iterator[dict[str, Any]
     and the facets any submitted annotation of it marked unsure."""
     heads = (
         items.order_by("pk")
-        .values_list(*ITEM_FIELDS, "decision__source", "decision__updated_at")
+        .values_list(
+            *ITEM_FIELDS,
+            "decision__source",
+            "decision__updated_at",
+            "decision__reason",
+            "decision__comment",
+        )
         .iterator(chunk_size=CHUNK)
     )
     labels = (
@@ -230,6 +236,7 @@ def final_rows(items: QuerySet[Item], book: Codebook) -> Iterator[dict[str, Any]
     for head, chosen in _merge(heads, labels):
         row = _item_row(head)
         row["decision_source"], row["decided_at"] = head[7], head[8]
+        row["reason"], row["comment"] = head[9] or None, head[10] or None
         _fill_labels(row, book, (c for _, c in chosen))
         marks = unsure.take(head[0])
         row["unsure"] = _in_facet_order(book, (key for _, keys in marks for key in keys))
@@ -250,7 +257,7 @@ def annotator_rows(
             assignment__item__in=items.values("pk"),
         )
         .order_by("assignment__item_id")
-        .values_list(*fields, "submitted_at", "seconds_spent", "unsure")
+        .values_list(*fields, "submitted_at", "seconds_spent", "unsure", "notes")
         .iterator(chunk_size=CHUNK)
     )
     labels = (
@@ -266,6 +273,7 @@ def annotator_rows(
     for head, chosen in _merge(heads, labels):
         row = _item_row(head)
         row["submitted_at"], row["seconds_spent"] = head[7], head[8]
+        row["notes"] = head[10] or None
         for facet in book.facets:
             row[f"{column_base(facet.key)}_unsure"] = facet.key in head[9]
         _fill_labels(row, book, (c for _, c in chosen))
@@ -274,8 +282,10 @@ def annotator_rows(
 
 def long_rows(items: QuerySet[Item], book: Codebook) -> Iterator[dict[str, Any]]:
     """One row per label given in a submitted annotation (the tidy table for group-bys), with
-    `unsure` where the annotator marked the facet unsure, and one row without a category for
-    each facet marked unsure where they chose none."""
+    `unsure` where the annotator marked the facet unsure, one row without a category for each
+    facet marked unsure where they chose none, and the annotator's notes; then the item's
+    decision rows: one per final label (one without a facet when the decision has none), with
+    the decision's source, reason and comment."""
     heads = items.order_by("pk").values_list(*ITEM_FIELDS).iterator(chunk_size=CHUNK)
     # From the annotations, their labels joined (LEFT): one marked unsure without any label
     # still comes through.
@@ -294,30 +304,68 @@ def long_rows(items: QuerySet[Item], book: Codebook) -> Iterator[dict[str, Any]]
             "submitted_at",
             "seconds_spent",
             "unsure",
+            "notes",
         )
         .iterator(chunk_size=CHUNK)
     )
+    decisions = _Lookahead(_decision_labels(items))
     usernames = dict(get_user_model().objects.values_list("pk", "username"))
     for head, rows in _merge(heads, given):
-        if not rows:
+        decided = decisions.take(head[0])
+        if not rows and not decided:
             continue
         base = _item_row(head)
         del base["title"]
         for _, annotation in itertools.groupby(rows, key=lambda r: r[1]):
             yield from _annotation_long_rows(base, book, list(annotation), usernames)
+        yield from _decision_long_rows(base, book, decided)
+
+
+def _decision_labels(items: QuerySet[Item]) -> Iterator[tuple[Any, ...]]:
+    """(item id, source, reason, comment, category id or None) per final label; a decision
+    without labels gives one row (LEFT join), so its reason and comment still come through."""
+    return (
+        Decision.objects.filter(item__in=items.values("pk"))
+        .order_by("item_id", "labels__category_id")
+        .values_list("item_id", "source", "reason", "comment", "labels__category_id")
+        .iterator(chunk_size=CHUNK)
+    )
+
+
+def _decision_long_rows(
+    base: dict[str, Any], book: Codebook, rows: list[tuple[Any, ...]]
+) -> Iterator[dict[str, Any]]:
+    for _, source, reason, comment, category in rows:
+        key, code, top = None, None, None
+        if category is not None:
+            key, code, path = book.category(category)
+            top = path[0]
+        yield {
+            **base,
+            "row_kind": "decision",
+            "facet": key,
+            "category": code,
+            "category_l1": top,
+            "unsure": False,
+            "decision_source": source,
+            "reason": reason or None,
+            "comment": comment or None,
+        }
 
 
 def _annotation_long_rows(
     base: dict[str, Any], book: Codebook, rows: list[tuple[Any, ...]], usernames: dict[int, str]
 ) -> Iterator[dict[str, Any]]:
     """One annotation's long-table rows: its labels, then its unsure facets without one."""
-    _, _, annotator, _, version, submitted, seconds, unsure = rows[0]
+    _, _, annotator, _, version, submitted, seconds, unsure, notes = rows[0]
     common = {
         **base,
+        "row_kind": "annotation",
         "annotator": usernames.get(annotator, str(annotator)),
         "codebook_version": book.versions.get(version),
         "submitted_at": submitted,
         "seconds_spent": seconds,
+        "notes": notes or None,
     }
     labeled: set[str] = set()
     for row in rows:

@@ -23,6 +23,7 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from annotator.adjudication.models import DecisionLabel
 from annotator.agreement.models import AgreementRun
 from annotator.issues.filter_text import filters_in_words
 from annotator.jobs import claim_job, finish_job, job_heartbeat, report_progress
@@ -175,9 +176,10 @@ def total_rows(
         annotations = Annotation.objects.filter(assignment__item__in=items.values("pk"))
         return items.count() + annotations.filter(status=submitted).count()
     if table == Table.LONG:
-        return AnnotationLabel.objects.filter(
+        labels = AnnotationLabel.objects.filter(
             annotation__status=submitted, annotation__assignment__item__in=items.values("pk")
         ).count()
+        return labels + DecisionLabel.objects.filter(decision__item__in=items.values("pk")).count()
     return items.count()
 
 

@@ -36,7 +36,9 @@ Final dataset — one row per study item, the agreed labels (`final_dataset_colu
     multi-valued          `<facet>`            list of codes (`fix_pattern`)
   · unsure list (keys of the facets any annotator marked unsure in a submitted annotation of
   the item, in the codebook's order; empty when none) · decision_source str (unanimous |
-  majority | adjudicated | imported) · decided_at timestamp. An item marked unsure waits for a
+  majority | adjudicated | imported) · decided_at timestamp · reason str (the adjudication
+  reason code; empty for automatic decisions) · comment str (the adjudicator's comment). An
+  item marked unsure waits for a
   person when the study routes unsure labels to adjudication, so its decision is then empty or
   adjudicated, never unanimous or majority.
   Facet keys become column names with `-` → `_` (`root-cause` → `root_cause`). Codes, not
@@ -45,16 +47,22 @@ Final dataset — one row per study item, the agreed labels (`final_dataset_colu
 Annotator sheet (XLSX, one per annotator; `annotator_sheet_columns(facets)`): the same columns
 as the final dataset for that annotator's submitted labels, each facet's followed by
 `<facet>_unsure` bool (they marked it unsure), without `unsure`, and with submitted_at
-timestamp and seconds_spent int instead of decision_source/decided_at.
+timestamp, seconds_spent int and notes str (the annotator's notes) instead of
+decision_source, decided_at, reason and comment.
 
 Long table — one row per label given (`LONG_TABLE_COLUMNS`), tidy for group-bys and agreement:
-  item_id int · round int · repository str · number int · url str · facet str (key) ·
-  annotator str (username) · category str (chosen code; the leaf of a hierarchical facet) ·
-  category_l1 str (its top-level ancestor) · unsure bool (the annotator marked the facet
-  unsure) · codebook_version int · submitted_at timestamp · seconds_spent int (for the whole
-  item, repeated on each of its labels).
+  item_id int · round int · repository str · number int · url str · row_kind str (annotation
+  | decision) · facet str (key) · annotator str (username; empty on decision rows) · category
+  str (chosen code; the leaf of a hierarchical facet) · category_l1 str (its top-level
+  ancestor) · unsure bool (the annotator marked the facet unsure) · codebook_version int ·
+  submitted_at timestamp · seconds_spent int (for the whole item, repeated on each of its
+  labels) · notes str (the annotator's notes, repeated on each of their rows) ·
+  decision_source str · reason str · comment str (the decision's, on decision rows only).
   A multi-valued facet gives one row per chosen category; an unlabelled facet gives no row,
   unless the annotator marked it unsure: then one row with empty category and category_l1.
+  After an item's annotation rows come its decision rows, one per final label (one with no
+  facet when the decision has no label, so its reason and comment are kept); agreement reads
+  the rows with row_kind = annotation.
 
 XLSX layout: one sheet per annotator plus `Final`, as the TOSEM 2023 study keeps its rounds.
 The XLSX writer is openpyxl in write-only mode: it streams each sheet's XML to a temporary file,

@@ -44,6 +44,8 @@ def test_final_dataset_csv_has_one_row_per_item_with_levels_and_sets(world) -> N
         "unsure",
         "decision_source",
         "decided_at",
+        "reason",
+        "comment",
     ]
     assert len(frame) == 5
     hang = frame[frame["symptom_l2"] == "hang"].iloc[0]
@@ -80,10 +82,15 @@ def test_every_format_reads_back_alike(world, format: str) -> None:  # type: ign
 
 def test_long_table_has_one_row_per_label(world) -> None:  # type: ignore[no-untyped-def]
     data, _ = export(world, table="long")
-    frame = pd.read_csv(io.BytesIO(data))
+    everything = pd.read_csv(io.BytesIO(data))
+    frame = everything[everything["row_kind"] == "annotation"]
     # Labels per item (annotator-0 + annotator-1): 3 + 3, 4 + 3, 2 + 3, 1 + 1, 2 + 1.
     assert len(frame) == 23
     assert set(frame["annotator"]) == {"annotator-0", "annotator-1"}
+    # Then the final labels of the four decisions: 3, 4, 3 and 1, no annotator.
+    decided = everything[everything["row_kind"] == "decision"]
+    assert len(decided) == 11 and decided["annotator"].isna().all()
+    assert set(decided["decision_source"]) == {"unanimous", "adjudicated"}
     hang = frame[frame["category"] == "hang"]
     assert set(hang["category_l1"]) == {"failure"} and set(hang["facet"]) == {"symptom"}
     assert set(frame["codebook_version"]) == {1}

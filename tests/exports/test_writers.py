@@ -91,10 +91,13 @@ def test_final_dataset_columns_follow_the_facet_shapes() -> None:
         "unsure",
         "decision_source",
         "decided_at",
+        "reason",
+        "comment",
     ]
     assert {c.name: c.kind for c in FINAL}["fix_pattern"] == "list"
     assert {c.name: c.kind for c in FINAL}["unsure"] == "list"
     assert [c.name for c in LONG_TABLE_COLUMNS][5:] == [
+        "row_kind",
         "facet",
         "annotator",
         "category",
@@ -103,6 +106,10 @@ def test_final_dataset_columns_follow_the_facet_shapes() -> None:
         "codebook_version",
         "submitted_at",
         "seconds_spent",
+        "notes",
+        "decision_source",
+        "reason",
+        "comment",
     ]
 
 
@@ -122,6 +129,7 @@ def test_annotator_sheets_follow_each_facet_with_its_unsure_flag() -> None:
         "fix_pattern_unsure",
         "submitted_at",
         "seconds_spent",
+        "notes",
     ]
     assert {c.name: c.kind for c in annotator_sheet_columns(FACETS)}["stage_unsure"] == "bool"
 
