@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from annotator.exports.columns import Column, iso
@@ -11,14 +11,38 @@ from annotator.exports.columns import Column, iso
 
 @dataclass(frozen=True)
 class AgreementFigure:
-    """One agreement number of the card: a coefficient on one facet, with its interval."""
+    """One agreement number of the card: a coefficient on one facet, with its interval, the
+    units it was computed on (pairable: rated by at least two annotators) and a note (AC1's q)."""
 
     facet: str
     coefficient: str
     value: float | None
     ci_low: float | None = None
     ci_high: float | None = None
-    units: int | None = None
+    units: int | None = None  # units rated at all (items with a rating of the facet)
+    pairable_units: int | None = None  # n the coefficient used
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class AgreementSource:
+    """Where the card's agreement figures come from and what they cover."""
+
+    run: str  # "run 12 of round 1, computed 2024-05-01T12:00:00Z"
+    covers: str  # the items the figures are computed on, against the export's
+    interval: str | None  # the interval method the run records (None: not recorded)
+
+
+@dataclass(frozen=True)
+class StudyDesign:
+    """How the labels were given and decided."""
+
+    annotators: int  # annotators with a submitted annotation on the exported items
+    members: int  # annotator members of the study
+    k: int  # annotators per item
+    adjudication_rule: str
+    decisions: Mapping[str, int]  # decision source → exported items decided so
+    reasons: Mapping[str, int] = field(default_factory=dict)  # adjudication reason → items
 
 
 @dataclass(frozen=True)
@@ -64,20 +88,76 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]
     return lines
 
 
-def _agreement_lines(agreement: Sequence[AgreementFigure]) -> list[str]:
+def _agreement_lines(
+    agreement: Sequence[AgreementFigure], source: AgreementSource | None
+) -> list[str]:
     if not agreement:
         return ["No agreement run was recorded for this selection."]
+    lines: list[str] = []
+    if source is not None:
+        lines += [
+            f"- Figures: {source.run}.",
+            f"- Computed on: {source.covers}.",
+            f"- Interval: {source.interval or 'not recorded (the run predates the record)'}.",
+            "- n: the pairable units each coefficient used (items the facet was rated on by "
+            "at least two annotators); units rated: items with any rating of the facet.",
+            "",
+        ]
     rows = [
         (
             a.facet,
             a.coefficient,
             _number(a.value),
             "" if a.ci_low is None else f"{_number(a.ci_low)} – {_number(a.ci_high)}",  # noqa: RUF001
+            "" if a.pairable_units is None else a.pairable_units,
             "" if a.units is None else a.units,
+            a.note,
         )
         for a in agreement
     ]
-    return _table(("facet", "coefficient", "value", "95% CI", "units"), rows)
+    header = ("facet", "coefficient", "value", "95% CI", "n (pairable)", "units rated", "note")
+    return lines + _table(header, rows)
+
+
+def _design_lines(design: StudyDesign | None) -> list[str]:
+    if design is None:
+        return []
+    lines = [
+        "",
+        "## Design",
+        "",
+        f"- Annotators: {design.annotators} submitted labels on the exported items "
+        f"({design.members} annotator members of the study)",
+        f"- k: {design.k} annotators per item",
+        f"- Adjudication rule: {design.adjudication_rule}",
+        "",
+        "### Decisions by source",
+        "",
+        *_table(("source", "items"), list(design.decisions.items()) or [("(none)", 0)]),
+    ]
+    if design.reasons:
+        lines += ["", "### Adjudication reasons", ""]
+        lines += _table(("reason", "items"), list(design.reasons.items()))
+    return lines
+
+
+def _rule_lines(rules: Mapping[str, Sequence[str]] | None) -> list[str]:
+    if rules is None:
+        return []
+    lines = ["", "## Label rules", ""]
+    stated = [(facet, texts) for facet, texts in rules.items() if texts]
+    if not stated:
+        return [*lines, "The codebook version states no label rules."]
+    return lines + [f"- {facet}: {'; '.join(texts)}" for facet, texts in stated]
+
+
+def _left_out_lines(left_out: Sequence[str] | None) -> list[str]:
+    if left_out is None:
+        return []
+    lines = ["", "## Left out at prior import", ""]
+    if not left_out:
+        return [*lines, "No exported round was imported with values or rows left out."]
+    return lines + [f"- {line}" for line in left_out]
 
 
 def _column_lines(tables: Mapping[str, Sequence[Column]]) -> list[str]:
@@ -110,12 +190,18 @@ def dataset_card(
     tables: Mapping[str, Sequence[Column]],
     categories: Mapping[str, Mapping[str, str]] | None = None,
     scope: ExportScope | None = None,
+    agreement_source: AgreementSource | None = None,
+    design: StudyDesign | None = None,
+    rules: Mapping[str, Sequence[str]] | None = None,
+    left_out: Sequence[str] | None = None,
 ) -> str:
     """The Markdown card of an export.
 
     `counts` are the selection's numbers in display order (issues matched, sampled, labelled,
     adjudicated, …); `tables` maps each exported table's name to its columns (the column
-    dictionary); `categories` maps facet key → category code → name, since files carry codes.
+    dictionary); `categories` maps facet key → category code → name, since files carry codes;
+    `rules` maps facet name → its label rules in words; `left_out` lists in words what a prior
+    import of an exported round left out.
     """
     lines = [
         f"# {title}",
@@ -131,7 +217,10 @@ def dataset_card(
         "",
         "## Agreement",
         "",
-        *_agreement_lines(agreement),
+        *_agreement_lines(agreement, agreement_source),
+        *_design_lines(design),
+        *_rule_lines(rules),
+        *_left_out_lines(left_out),
         "",
         "## Columns",
         *_column_lines(tables),

@@ -24,13 +24,11 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from annotator.adjudication.models import DecisionLabel
-from annotator.agreement.models import AgreementRun
-from annotator.issues.filter_text import filters_in_words
 from annotator.jobs import claim_job, finish_job, job_heartbeat, report_progress
 from annotator.studies.models import Annotation, AnnotationLabel, Item, Study
 
 from . import writers
-from .card import AgreementFigure, ExportScope
+from .card_facts import build_card
 from .columns import LONG_TABLE_COLUMNS, Column, annotator_sheet_columns, final_dataset_columns
 from .models import ExportJob
 from .rows import (
@@ -181,84 +179,6 @@ def total_rows(
         ).count()
         return labels + DecisionLabel.objects.filter(decision__item__in=items.values("pk")).count()
     return items.count()
-
-
-# --- the dataset card ---------------------------------------------------------------------------
-def build_card(
-    *,
-    study: Study,
-    items: QuerySet[Item],
-    book: Codebook,
-    tables: dict[str, list[Column]],
-    filters: dict[str, Any] | None = None,
-    scope: str = Scope.ALL,
-    passing: int | None = None,
-    exported_at: datetime | None = None,
-) -> str:
-    """The Markdown card: codebook version, selection queries and counts, the latest agreement
-    run's headline coefficient per facet, export time, the column dictionary, category names."""
-    version = study.codebook_version
-    selections = list(study.selections.order_by("created_at", "pk"))
-    query = " ; ".join(s.method_text for s in selections)
-    exported = items.count()
-    decided = items.filter(decision__isnull=False).count()
-    counts = {
-        "issues matched by the selections": sum(s.matched for s in selections),
-        "issues sampled": sum(s.sampled for s in selections),
-        "items in the study": study.items.count(),
-        "items exported": exported,
-        "items with a decision": decided,
-        "submitted annotations": Annotation.objects.filter(
-            assignment__item__in=items.values("pk"), status=Annotation.Status.SUBMITTED
-        ).count(),
-    }
-    active = {k: v for k, v in (filters or {}).items() if v not in (None, "")}
-    title = f"{study.name}: dataset" + (f" ({_describe(active)})" if active else "")
-    return writers.dataset_card(
-        title=title,
-        codebook_name=version.codebook.name,
-        codebook_version=version.number,
-        selection_query=query,
-        counts=counts,
-        agreement=agreement_figures(study, active),
-        exported_at=exported_at or timezone.now(),
-        tables=tables,
-        categories=book.names,
-        scope=ExportScope(
-            decided_only=scope == Scope.DECIDED,
-            passing=exported if passing is None else passing,
-            decided=decided,
-        ),
-    )
-
-
-def _describe(filters: dict[str, Any]) -> str:
-    return filters_in_words(filters, quote=False, separator=", ")
-
-
-def agreement_figures(study: Study, filters: dict[str, Any]) -> list[AgreementFigure]:
-    """The headline coefficient per facet of the latest succeeded run (of the round filtered on,
-    else of all rounds, else of any round)."""
-    runs = AgreementRun.objects.succeeded().filter(study=study).order_by("-created_at", "-pk")
-    if filters.get("round") not in (None, ""):
-        run = runs.filter(round__number=int(filters["round"])).first()
-    else:
-        run = runs.filter(round__isnull=True).first() or runs.first()
-    figures = []
-    for facet in (run.result or {}).get("facets", []) if run else []:
-        headline = facet["coefficients"][facet["headline"]]
-        ci = headline.get("ci") or (None, None)
-        figures.append(
-            AgreementFigure(
-                facet=facet["key"],
-                coefficient=facet["headline"],
-                value=headline.get("value"),
-                ci_low=ci[0],
-                ci_high=ci[1],
-                units=facet.get("design", {}).get("units"),
-            )
-        )
-    return figures
 
 
 # --- the export job -----------------------------------------------------------------------------

@@ -1,0 +1,241 @@
+"""What the dataset card says, read from the study's records (the Django side of `card.py`).
+
+Called inside the export's transaction, so its counts match the rows written. A few aggregate
+queries per export, none per item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Count, QuerySet
+from django.utils import timezone
+
+from annotator.adjudication.models import AdjudicationSettings, Decision
+from annotator.agreement.models import AgreementRun
+from annotator.issues.filter_text import filter_names, filters_in_words
+from annotator.studies.models import Annotation, Item, Membership, Round, Study
+from taxonomy_app.services.rules import rule_texts, version_facet_infos, version_rules
+
+from . import writers
+from .card import AgreementFigure, AgreementSource, ExportScope, StudyDesign
+from .columns import Column
+from .models import ExportJob
+from .rows import Codebook
+
+Scope = ExportJob.Scope
+# Coefficients the card shows per facet, in order, after the headline.
+CARD_COEFFICIENTS = ("fleiss_kappa", "gwet_ac1", "percent_agreement")
+
+
+def build_card(
+    *,
+    study: Study,
+    items: QuerySet[Item],
+    book: Codebook,
+    tables: dict[str, list[Column]],
+    filters: dict[str, Any] | None = None,
+    scope: str = Scope.ALL,
+    passing: int | None = None,
+    exported_at: datetime | None = None,
+) -> str:
+    """The Markdown card: codebook version, selections, scope, counts, the agreement figures
+    (pairable n, interval method, AC1's q, what they cover), the design (annotators, k, the
+    adjudication rule, decisions by source), label rules, what a prior import left out, the
+    column dictionary and the category names."""
+    version = study.codebook_version
+    selections = list(study.selections.select_related("round").order_by("created_at", "pk"))
+    names = filter_names(s.filters for s in selections)
+    for selection in selections:
+        selection.__dict__["_filter_names"] = names  # the cached_property: one query for all
+    exported = items.count()
+    decided = items.filter(decision__isnull=False).count()
+    counts = {
+        "issues matched by the selections": sum(s.matched for s in selections),
+        "issues sampled": sum(s.sampled for s in selections),
+        "items in the study": study.items.count(),
+        "items exported": exported,
+        "items with a decision": decided,
+        "submitted annotations": _submitted(items).count(),
+    }
+    active = {k: v for k, v in (filters or {}).items() if v not in (None, "")}
+    title = f"{study.name}: dataset" + (f" ({_describe(active)})" if active else "")
+    run = latest_run(study, active)
+    return writers.dataset_card(
+        title=title,
+        codebook_name=version.codebook.name,
+        codebook_version=version.number,
+        selection_query=" ; ".join(s.method_text for s in selections),
+        counts=counts,
+        agreement=agreement_figures(run),
+        agreement_source=agreement_source(
+            run,
+            study,
+            exported,
+            narrowed=bool(active)
+            or (scope == Scope.DECIDED and decided < (exported if passing is None else passing)),
+        ),
+        exported_at=exported_at or timezone.now(),
+        tables=tables,
+        categories=book.names,
+        scope=ExportScope(
+            decided_only=scope == Scope.DECIDED,
+            passing=exported if passing is None else passing,
+            decided=decided,
+        ),
+        design=study_design(study, items),
+        rules=label_rules(study),
+        left_out=prior_left_out_lines(items),
+    )
+
+
+def _describe(filters: dict[str, Any]) -> str:
+    return filters_in_words(filters, quote=False, separator=", ")
+
+
+def _submitted(items: QuerySet[Item]) -> QuerySet[Annotation]:
+    return Annotation.objects.filter(
+        assignment__item__in=items.values("pk"), status=Annotation.Status.SUBMITTED
+    )
+
+
+def latest_run(study: Study, filters: Mapping[str, Any]) -> AgreementRun | None:
+    """The latest succeeded run of the round filtered on, else of all rounds, else of any."""
+    runs = AgreementRun.objects.succeeded().filter(study=study).select_related("round")
+    runs = runs.order_by("-created_at", "-pk")
+    if filters.get("round") not in (None, ""):
+        return runs.filter(round__number=int(filters["round"])).first()
+    return runs.filter(round__isnull=True).first() or runs.first()
+
+
+def agreement_figures(run: AgreementRun | None) -> list[AgreementFigure]:
+    """Per facet of the run's stored result: the headline and Fleiss' κ, AC1 (with its q and
+    q rule) and p_o, each with the pairable units it used."""
+    figures = []
+    for facet in (run.result or {}).get("facets", []) if run else []:
+        units = facet.get("design", {}).get("units")
+        shown = [facet["headline"], *(c for c in CARD_COEFFICIENTS if c != facet["headline"])]
+        for name in shown:
+            coefficient = facet["coefficients"].get(name)
+            if coefficient is not None:
+                figures.append(_figure(facet["key"], name, coefficient, units))
+    return figures
+
+
+def _figure(facet: str, name: str, coefficient: Mapping[str, Any], units: Any) -> AgreementFigure:
+    ci = coefficient.get("ci") or (None, None)
+    note = ""
+    if name == "gwet_ac1":
+        rule = (coefficient.get("extra") or {}).get("q_rule")
+        note = f"q = {coefficient.get('q')}" + (f": {rule}" if rule else "")
+    return AgreementFigure(
+        facet=facet,
+        coefficient=name,
+        value=coefficient.get("value"),
+        ci_low=ci[0],
+        ci_high=ci[1],
+        units=units,
+        pairable_units=coefficient.get("n_pairable_units"),
+        note=note,
+    )
+
+
+def agreement_source(
+    run: AgreementRun | None, study: Study, exported: int, *, narrowed: bool
+) -> AgreementSource | None:
+    """Which run the figures are, and whether they cover the exported items or more."""
+    if run is None or not run.result:
+        return None
+    where = f"round {run.round.number}" if run.round else "all rounds"
+    items = (run.inputs or {}).get("counts", {}).get("items")
+    finished = run.finished_at or run.created_at
+    described = f"agreement run {run.pk} of {where}, computed {finished:%Y-%m-%dT%H:%M:%SZ}"
+    scope_items = f"{items} items" if items is not None else "its items"
+    if narrowed or (items is not None and items != exported):
+        covers = (
+            f"the whole scope of the run ({where} of the study: {scope_items}), NOT only the "
+            f"{exported} items exported; these are whole-study figures"
+        )
+    else:
+        covers = f"the exported items ({where} of the study: {scope_items})"
+    interval = ((run.result or {}).get("conventions") or {}).get("interval")
+    return AgreementSource(run=described, covers=covers, interval=interval)
+
+
+ADJUDICATION = (
+    "an item is decided automatically when every annotator gave the same labels on every "
+    "facet (unanimous)"
+)
+
+
+def adjudication_rule(study: Study) -> str:
+    """The study's decision rules in words."""
+    settings = AdjudicationSettings.objects.filter(study=study).first()
+    parts = [ADJUDICATION]
+    if settings is not None and settings.majority_rule:
+        parts.append("or, with k ≥ 3, when more than half agree on every facet (majority)")
+    text = " ".join(parts) + "; otherwise an adjudicator decides and records a reason"
+    if study.route_unsure_to_adjudication:
+        text += "; an item where an annotator marked a facet unsure goes to an adjudicator"
+    return text + ". Imported decisions come from the prior round's Final sheet."
+
+
+def study_design(study: Study, items: QuerySet[Item]) -> StudyDesign:
+    decisions = Decision.objects.filter(item__in=items.values("pk"))
+    sources = dict(decisions.values_list("source").annotate(n=Count("pk")).order_by("source"))
+    labels = dict(Decision.Reason.choices)
+    reasons = {
+        str(labels.get(r, r)): n
+        for r, n in decisions.exclude(reason="")
+        .values_list("reason")
+        .annotate(n=Count("pk"))
+        .order_by("-n", "reason")
+    }
+    return StudyDesign(
+        annotators=_submitted(items).values("assignment__annotator").distinct().count(),
+        members=study.memberships.filter(role=Membership.Role.ANNOTATOR).count(),
+        k=study.overlap_k,
+        adjudication_rule=adjudication_rule(study),
+        decisions=sources,
+        reasons=reasons,
+    )
+
+
+def label_rules(study: Study) -> dict[str, Sequence[str]]:
+    """Facet name → the codebook version's label rules of it, in words."""
+    version = study.codebook_version
+    infos = version_facet_infos(version)
+    texts = rule_texts(version_rules(version), infos)
+    return {infos[key].name: texts[key] for key in infos}
+
+
+def prior_left_out_lines(items: QuerySet[Item]) -> list[str]:
+    """What the prior-label import of each exported round left out (`Round.prior_import`,
+    annotator/exports/prior.py import_record): values mapped to ignore or propose, per facet,
+    with the ratings left empty; rows skipped; Final-only keys."""
+    rounds = Round.objects.filter(pk__in=items.values("round_id")).exclude(prior_import={})
+    lines: list[str] = []
+    for number, record in rounds.order_by("number").values_list("number", "prior_import"):
+        lines += _round_left_out(number, record or {})
+    return lines
+
+
+def _round_left_out(number: int, record: Mapping[str, Any]) -> list[str]:
+    lines = []
+    for facet, entry in (record.get("left_out") or {}).items():
+        values = ", ".join(
+            f"{v['value']!r} ({v['mapped_to']}, {v['cells']} cells)" for v in entry["values"]
+        )
+        lines.append(
+            f"round {number}, {facet}: {values}; {entry['ratings_removed']} ratings left with "
+            "no label (missing in agreement)"
+        )
+    if record.get("skipped"):
+        lines.append(f"round {number}: {len(record['skipped'])} sheet rows skipped")
+    if record.get("final_only"):
+        lines.append(
+            f"round {number}: {len(record['final_only'])} keys only in the Final sheet (no item)"
+        )
+    return lines
