@@ -51,15 +51,6 @@ DANGLING_REFERENCES = """() => {
   for (const label of document.querySelectorAll("label[for]")) named(label, "for", label.htmlFor);
   return problems;
 }"""
-# Pages whose template someone else is changing now: the fault is known and its fix proposed.
-# Strict: once the page is fixed, this test fails until its entry is removed.
-KNOWN_DANGLING = {
-    "study edit": (
-        '_helptext" names no element',
-        "templates/studies/study_edit.html writes help text without the id its field's "
-        "aria-describedby names; {% include 'includes/field_notes.html' %} would",
-    ),
-}
 
 
 def new_page(browser: Any) -> Any:
@@ -89,7 +80,6 @@ def test_no_main_page_has_a_serious_or_critical_axe_violation_or_a_dangling_refe
 ):
     world: MainPages = main_pages()
     failures: list[str] = []
-    dangling: dict[str, list[str]] = {}
     checked = 0
     for reader, pages in world.by_reader().items():
         page = new_page(browser)
@@ -102,22 +92,11 @@ def test_no_main_page_has_a_serious_or_critical_axe_violation_or_a_dangling_refe
             for violation in axe_violations(page):
                 if violation["impact"] in BLOCKING:
                     failures.append(f"{where}: {describe(violation)}")
-            known = KNOWN_DANGLING.get(main_page.name, ("", ""))[0]
-            for problem in page.evaluate(DANGLING_REFERENCES):
-                if known and known in problem:
-                    dangling.setdefault(main_page.name, []).append(problem)
-                else:
-                    failures.append(f"{where}: {problem}")
+            failures += [f"{where}: {p}" for p in page.evaluate(DANGLING_REFERENCES)]
             checked += 1
         page.context.close()
     assert checked == len(world.pages) >= 30
     assert not failures, "\n".join(failures)
-    fixed = [
-        f"{name}: fixed ({why}); remove it from KNOWN_DANGLING"
-        for name, (_, why) in KNOWN_DANGLING.items()
-        if name not in dangling
-    ]
-    assert not fixed, "\n".join(fixed)
 
 
 # Each focused element's own focus indicator: its outline and box shadow.
