@@ -318,7 +318,7 @@ def test_dataset_card_names_codebook_selection_agreement_and_columns() -> None:
         selection_query="label:bug is:closed | nccl",
         counts={"issues matched": 1204, "items sampled": 300, "items adjudicated": 41},
         agreement=[
-            AgreementFigure("stage", "Cohen's kappa", 0.652303, 0.5, 0.8, 54),
+            AgreementFigure("stage", "Cohen's kappa", 0.652303, 0.5, 0.8, 54, 50, "q = 4"),
             AgreementFigure("fix-pattern", "Krippendorff's alpha", None),
         ],
         exported_at=datetime(2024, 5, 1, 14, 0, tzinfo=timezone(timedelta(hours=2))),
@@ -330,8 +330,8 @@ def test_dataset_card_names_codebook_selection_agreement_and_columns() -> None:
     assert "- Exported at: 2024-05-01T12:00:00Z" in card
     assert "`label:bug is:closed | nccl`" in card
     assert "| items sampled | 300 |" in card
-    assert "| stage | Cohen's kappa | 0.652 | 0.500 – 0.800 | 54 |" in card  # noqa: RUF001
-    assert "| fix-pattern | Krippendorff's alpha | undefined |  |  |" in card
+    assert "| stage | Cohen's kappa | 0.652 | 0.500 – 0.800 | 50 | 54 | q = 4 |" in card  # noqa: RUF001
+    assert "| fix-pattern | Krippendorff's alpha | undefined |  |  |  |  |" in card
     assert "| symptom_l2 | str | Symptom: category code at level 2 |" in card
     assert "| training-evaluation | Training & evaluation |" in card
 
