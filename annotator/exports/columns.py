@@ -169,6 +169,54 @@ LONG_TABLE_COLUMNS = (
 )
 
 
+def annotator_column(facet: FacetSpec, username: str) -> str:
+    """`symptom_by_alice`: one annotator's label of a facet in the disagreements table."""
+    return f"{column_base(facet.key)}_by_{username}"
+
+
+def final_column(facet: FacetSpec) -> str:
+    return f"{column_base(facet.key)}_final"
+
+
+def disagreement_columns(facets: Sequence[FacetSpec], annotators: Sequence[str]) -> list[Column]:
+    """Columns of the disagreements table: one row per item whose annotators differ on a facet
+    or where one marked a facet unsure (and the study sends those to adjudication); per facet
+    each annotator's label, then the decision's."""
+    columns = [
+        *ITEM_COLUMNS,
+        Column("title", "str", "Issue title"),
+        Column("agreement", "float", "Mean pairwise agreement of the item's annotations (0–1)"),  # noqa: RUF001
+        Column(
+            "disagreeing",
+            "list",
+            "Keys of the facets the annotators labelled differently (a set; ';'-joined in "
+            "CSV/XLSX)",
+        ),
+        UNSURE_FACETS,
+    ]
+    for facet in facets:
+        kind: ColumnKind = "list" if facet.kind == "multi" else "str"
+        what = "codes chosen (a set)" if facet.kind == "multi" else "code chosen (the leaf)"
+        for username in annotators:
+            columns.append(
+                Column(
+                    annotator_column(facet, username), kind, f"{facet.name}: {username}'s {what}"
+                )
+            )
+        columns.append(Column(final_column(facet), kind, f"{facet.name}: the decision's {what}"))
+    columns += [
+        Column(
+            "decision_source",
+            "str",
+            "How the item was decided: unanimous, majority, adjudicated or imported; empty "
+            "while it waits for an adjudicator",
+        ),
+        *DECISION_NOTE_COLUMNS,
+        Column("decided_at", "timestamp", "When the decision was recorded (UTC)"),
+    ]
+    return columns
+
+
 def utc(value: datetime) -> datetime:
     """The UTC instant of an aware datetime; naive ones are refused rather than guessed."""
     if value.tzinfo is None or value.utcoffset() is None:

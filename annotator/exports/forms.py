@@ -17,7 +17,7 @@ class ExportForm(forms.Form):
     table = forms.ChoiceField(
         choices=ExportJob.Table.choices,
         initial="final",
-        help_text="XLSX always holds a sheet per annotator plus Final",
+        help_text="XLSX always holds a sheet per annotator plus Final and Disagreements",
     )
     decided_only = forms.BooleanField(
         required=False,

@@ -25,6 +25,7 @@ class ExportJob(Job):
     class Table(models.TextChoices):
         FINAL = "final", "final dataset (one row per issue)"
         LONG = "long", "long table (one row per label given)"
+        DISAGREEMENTS = "disagreements", "disagreements (one row per item that needed a person)"
 
     class Scope(models.TextChoices):
         ALL = "all", "every item passing the filters (undecided ones with empty labels)"
@@ -33,10 +34,10 @@ class ExportJob(Job):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="export_jobs")
     format = models.CharField(max_length=8, choices=Format.choices, default=Format.CSV)
     table = models.CharField(
-        max_length=8,
+        max_length=16,
         choices=Table.choices,
         default=Table.FINAL,
-        help_text="ignored for XLSX, which holds every annotator's sheet and Final",
+        help_text="ignored for XLSX, which holds every annotator's sheet, Final and Disagreements",
     )
     scope = models.CharField(max_length=8, choices=Scope.choices, default=Scope.ALL)
     # {"round": n, "source": "...", "screening": "code", "repository": "owner/name"}

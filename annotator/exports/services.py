@@ -29,7 +29,14 @@ from annotator.studies.models import Annotation, AnnotationLabel, Item, Study
 
 from . import writers
 from .card_facts import build_card
-from .columns import LONG_TABLE_COLUMNS, Column, annotator_sheet_columns, final_dataset_columns
+from .columns import (
+    LONG_TABLE_COLUMNS,
+    Column,
+    annotator_sheet_columns,
+    disagreement_columns,
+    final_dataset_columns,
+)
+from .disagreements import disagreement_items, disagreement_rows
 from .models import ExportJob
 from .rows import (
     CHUNK,
@@ -95,9 +102,9 @@ def export_dataset(
         book = load_codebook(study.codebook_version)
         progress = _Progress(on_progress)
         if format == Format.XLSX:
-            tables = _write_xlsx(items, book, out, progress)
+            tables = _write_xlsx(study, items, book, out, progress)
         else:
-            columns, rows = _table(items, book, table)
+            columns, rows = _table(study, items, book, table)
             TEXT_WRITERS[format](progress.count(rows), columns, out)
             tables = {table: columns}
         card = build_card(
@@ -128,15 +135,26 @@ def scoped_items(items: QuerySet[Item], scope: str) -> QuerySet[Item]:
 
 
 def _table(
-    items: QuerySet[Item], book: Codebook, table: str
+    study: Study, items: QuerySet[Item], book: Codebook, table: str
 ) -> tuple[list[Column], Iterator[dict[str, Any]]]:
     if table == Table.LONG:
         return list(LONG_TABLE_COLUMNS), long_rows(items, book)
+    if table == Table.DISAGREEMENTS:
+        return _disagreements(study, items, book)
     return final_dataset_columns(book.facets), final_rows(items, book)
 
 
+def _disagreements(
+    study: Study, items: QuerySet[Item], book: Codebook
+) -> tuple[list[Column], Iterator[dict[str, Any]]]:
+    disputed = disagreement_items(items, study)
+    annotators = annotators_of(disputed)
+    columns = disagreement_columns(book.facets, [name for _, name in annotators])
+    return columns, disagreement_rows(disputed, book, dict(annotators))
+
+
 def _write_xlsx(
-    items: QuerySet[Item], book: Codebook, out: IO[bytes], progress: _Progress
+    study: Study, items: QuerySet[Item], book: Codebook, out: IO[bytes], progress: _Progress
 ) -> dict[str, list[Column]]:
     sheet_columns = annotator_sheet_columns(book.facets)
     final_columns = final_dataset_columns(book.facets)
@@ -146,8 +164,14 @@ def _write_xlsx(
     ]
     final = progress.count(final_rows(items, book))
     sheets.append(writers.XlsxSheet("Final", final_columns, final))
+    disputed_columns, disputed = _disagreements(study, items, book)
+    sheets.append(writers.XlsxSheet("Disagreements", disputed_columns, progress.count(disputed)))
     writers.write_xlsx(sheets, out)
-    return {"annotator sheets": sheet_columns, "Final": final_columns}
+    return {
+        "annotator sheets": sheet_columns,
+        "Final": final_columns,
+        "Disagreements": disputed_columns,
+    }
 
 
 class _Progress:
@@ -172,7 +196,10 @@ def total_rows(
     submitted = Annotation.Status.SUBMITTED
     if format == Format.XLSX:
         annotations = Annotation.objects.filter(assignment__item__in=items.values("pk"))
-        return items.count() + annotations.filter(status=submitted).count()
+        disputed = disagreement_items(items, study).count()
+        return items.count() + annotations.filter(status=submitted).count() + disputed
+    if table == Table.DISAGREEMENTS:
+        return disagreement_items(items, study).count()
     if table == Table.LONG:
         labels = AnnotationLabel.objects.filter(
             annotation__status=submitted, annotation__assignment__item__in=items.values("pk")

@@ -64,7 +64,16 @@ Long table — one row per label given (`LONG_TABLE_COLUMNS`), tidy for group-by
   facet when the decision has no label, so its reason and comment are kept); agreement reads
   the rows with row_kind = annotation.
 
-XLSX layout: one sheet per annotator plus `Final`, as the TOSEM 2023 study keeps its rounds.
+Disagreements — one row per item whose annotators labelled a facet differently, or where one
+marked a facet unsure and the study sends those to adjudication (`disagreement_columns(facets,
+annotators)`): the item columns and title · agreement float (the item's mean pairwise
+agreement) · disagreeing list (facet keys the annotators differ on) · unsure list · per facet,
+`<facet>_by_<username>` for each annotator of the exported disagreements (str code, or list for
+a multi-valued facet; empty when they gave none) and `<facet>_final` (the decision's) ·
+decision_source str (empty while it waits) · reason str · comment str · decided_at timestamp.
+
+XLSX layout: one sheet per annotator plus `Final` (as the TOSEM 2023 study keeps its rounds)
+and `Disagreements`.
 The XLSX writer is openpyxl in write-only mode: it streams each sheet's XML to a temporary file,
 so sheets may be filled one after another from separate queries with flat memory. We chose it
 over XlsxWriter's constant_memory mode because the project already needs openpyxl to read prior

@@ -99,7 +99,7 @@ def test_long_table_has_one_row_per_label(world) -> None:  # type: ignore[no-unt
 def test_xlsx_has_a_sheet_per_annotator_and_final(world) -> None:  # type: ignore[no-untyped-def]
     data, _ = export(world, "xlsx")
     sheets = pd.read_excel(io.BytesIO(data), sheet_name=None)
-    assert list(sheets) == ["annotator-0", "annotator-1", "Final"]
+    assert list(sheets) == ["annotator-0", "annotator-1", "Final", "Disagreements"]
     assert len(sheets["annotator-0"]) == 5 and "seconds_spent" in sheets["annotator-0"]
     assert len(sheets["Final"]) == 5
 
