@@ -68,17 +68,7 @@ def facet_summary(
     rater_names: Sequence[str],
 ) -> dict[str, Any]:
     """The stored result of one facet: coefficients, design facts and diagnostics."""
-    q = None
-    if parent and not table.multilabel:
-        q = stats.hierarchy_q(table, stats.hierarchy_leaves(table.labels, parent))
-    coefficients = {
-        name: getattr(stats, name)(table, **({"q": q} if name == "gwet_ac1" and q else {}))
-        for name in COEFFICIENTS
-    }
-    headline = "krippendorff_alpha"
-    if table.multilabel:
-        coefficients["krippendorff_alpha_masi"] = stats.krippendorff_alpha(table, distance="masi")
-        headline = "krippendorff_alpha_masi"
+    headline, coefficients = facet_coefficients(table, parent)
     alpha = coefficients["krippendorff_alpha"]
     return {
         "key": key,
@@ -94,6 +84,33 @@ def facet_summary(
         "pairwise_cohen": _pairwise(table, rater_names),
         "confusion": stats.confusion_matrix(table).to_dict(),
     }
+
+
+def facet_coefficients(
+    table: RatingTable, parent: Mapping[Any, Any] | None
+) -> tuple[str, dict[str, stats.AgreementResult]]:
+    """(headline name, the facet's coefficients): α, Fleiss' κ, AC1 (q of the hierarchy's
+    leaves for a hierarchical single-choice facet), p_o, and MASI α for a multi-choice facet."""
+    q = None
+    if parent and not table.multilabel:
+        q = stats.hierarchy_q(table, stats.hierarchy_leaves(table.labels, parent))
+    coefficients = {
+        name: getattr(stats, name)(table, **({"q": q} if name == "gwet_ac1" and q else {}))
+        for name in COEFFICIENTS
+    }
+    headline = "krippendorff_alpha"
+    if table.multilabel:
+        coefficients["krippendorff_alpha_masi"] = stats.krippendorff_alpha(table, distance="masi")
+        headline = "krippendorff_alpha_masi"
+    return headline, coefficients
+
+
+def coefficient_dicts(
+    table: RatingTable, parent: Mapping[Any, Any] | None
+) -> tuple[str, dict[str, Any]]:
+    """(headline, coefficients as stored), the part of `facet_summary` a dataset card uses."""
+    headline, coefficients = facet_coefficients(table, parent)
+    return headline, _coefficient_dicts(coefficients, hierarchical=bool(parent))
 
 
 def _coefficient_dicts(

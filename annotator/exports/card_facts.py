@@ -10,11 +10,15 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 from django.db.models import Count, QuerySet
 from django.utils import timezone
 
 from annotator.adjudication.models import AdjudicationSettings, Decision
+from annotator.agreement.labels import load_label_table
 from annotator.agreement.models import AgreementRun
+from annotator.agreement.stats import RatingTable
+from annotator.agreement.summary import coefficient_dicts, conventions
 from annotator.issues.filter_text import filter_names, filters_in_words
 from annotator.studies.models import Annotation, Item, Membership, Round, Study
 from taxonomy_app.services.rules import rule_texts, version_facet_infos, version_rules
@@ -63,20 +67,15 @@ def build_card(
     active = {k: v for k, v in (filters or {}).items() if v not in (None, "")}
     title = f"{study.name}: dataset" + (f" ({_describe(active)})" if active else "")
     run = latest_run(study, active)
+    figures, source = agreement_for(run, study, items, exported)
     return writers.dataset_card(
         title=title,
         codebook_name=version.codebook.name,
         codebook_version=version.number,
         selection_query=" ; ".join(s.method_text for s in selections),
         counts=counts,
-        agreement=agreement_figures(run),
-        agreement_source=agreement_source(
-            run,
-            study,
-            exported,
-            narrowed=bool(active)
-            or (scope == Scope.DECIDED and decided < (exported if passing is None else passing)),
-        ),
+        agreement=figures,
+        agreement_source=source,
         exported_at=exported_at or timezone.now(),
         tables=tables,
         categories=book.names,
@@ -108,6 +107,61 @@ def latest_run(study: Study, filters: Mapping[str, Any]) -> AgreementRun | None:
     if filters.get("round") not in (None, ""):
         return runs.filter(round__number=int(filters["round"])).first()
     return runs.filter(round__isnull=True).first() or runs.first()
+
+
+def agreement_for(
+    run: AgreementRun | None, study: Study, items: QuerySet[Item], exported: int
+) -> tuple[list[AgreementFigure], AgreementSource | None]:
+    """The card's agreement: the run's stored figures when it covers exactly the exported
+    items, else the same coefficients computed now on the exported items' ratings."""
+    if run is None or not run.result:
+        return [], None
+    scope = Item.objects.filter(study=study)
+    if run.round_id is not None:
+        scope = scope.filter(round_id=run.round_id)
+    outside = run.round_id is not None and items.exclude(round_id=run.round_id).exists()
+    if not outside and scope.count() == exported:  # exactly the run's items
+        return agreement_figures(run), agreement_source(run, exported)
+    return subset_figures(run, study, items), subset_source(run, exported)
+
+
+def subset_figures(run: AgreementRun, study: Study, items: QuerySet[Item]) -> list[AgreementFigure]:
+    """Per facet of the run, its coefficients on the exported items' rows of the run's
+    units x raters table (current submitted labels, the run's codebook version and facets)."""
+    table = load_label_table(
+        study_id=study.pk,
+        version=run.codebook_version,
+        round_id=None,  # the exported items may lie in several rounds
+        facet_keys=run.facets,
+    )
+    keep = np.fromiter(items.values_list("pk", flat=True), dtype=np.int64)
+    figures = []
+    for facet in table.facets:
+        rows = facet.table.codes[np.isin(facet.items, keep)]
+        headline, coefficients = coefficient_dicts(_rows(facet.table, rows), facet.parent)
+        units = coefficients["krippendorff_alpha"]["n_units"]
+        shown = [headline, *(c for c in CARD_COEFFICIENTS if c != headline)]
+        figures += [_figure(facet.key, n, coefficients[n], units) for n in shown]
+    return figures
+
+
+def _rows(table: RatingTable, codes: Any) -> RatingTable:
+    return RatingTable(
+        codes, table.values, table.labels, table.declared, table.multilabel, table.raters
+    )
+
+
+def subset_source(run: AgreementRun, exported: int) -> AgreementSource:
+    where = f"round {run.round.number}" if run.round else "all rounds"
+    return AgreementSource(
+        run=(
+            f"computed for this export from the current submitted labels of the {exported} "
+            f"exported items, with the codebook version and facets of agreement run {run.pk} "
+            f"({where})"
+        ),
+        covers=f"the exported items only ({exported}), not the whole study",
+        interval=conventions()["interval"],
+    )
 
 
 def agreement_figures(run: AgreementRun | None) -> list[AgreementFigure]:
@@ -142,24 +196,12 @@ def _figure(facet: str, name: str, coefficient: Mapping[str, Any], units: Any) -
     )
 
 
-def agreement_source(
-    run: AgreementRun | None, study: Study, exported: int, *, narrowed: bool
-) -> AgreementSource | None:
-    """Which run the figures are, and whether they cover the exported items or more."""
-    if run is None or not run.result:
-        return None
+def agreement_source(run: AgreementRun, exported: int) -> AgreementSource:
+    """Which run the figures are; they cover the exported items (the run's whole scope)."""
     where = f"round {run.round.number}" if run.round else "all rounds"
-    items = (run.inputs or {}).get("counts", {}).get("items")
     finished = run.finished_at or run.created_at
     described = f"agreement run {run.pk} of {where}, computed {finished:%Y-%m-%dT%H:%M:%SZ}"
-    scope_items = f"{items} items" if items is not None else "its items"
-    if narrowed or (items is not None and items != exported):
-        covers = (
-            f"the whole scope of the run ({where} of the study: {scope_items}), NOT only the "
-            f"{exported} items exported; these are whole-study figures"
-        )
-    else:
-        covers = f"the exported items ({where} of the study: {scope_items})"
+    covers = f"the exported items ({where} of the study: {exported} items)"
     interval = ((run.result or {}).get("conventions") or {}).get("interval")
     return AgreementSource(run=described, covers=covers, interval=interval)
 

@@ -8,6 +8,7 @@ import io
 
 import pytest
 
+from annotator.agreement import stats
 from annotator.agreement.models import AgreementRun
 from annotator.agreement.services import run_agreement_run, start_agreement_run
 from annotator.exports.services import export_dataset
@@ -55,11 +56,23 @@ def test_agreement_rows_give_each_coefficients_stored_pairable_n_and_acs_q(world
     assert "- Computed on: the exported items (all rounds of the study: 5 items)" in text
 
 
-def test_a_filtered_export_marks_the_figures_whole_study(world) -> None:  # type: ignore[no-untyped-def]
-    text = card(world, filters={"source": "unanimous"})
-    assert "NOT only the 2 items exported; these are whole-study figures" in text
+def test_a_filtered_export_computes_agreement_on_the_exported_items(world) -> None:  # type: ignore[no-untyped-def]
+    text = card(world, filters={"source": "adjudicated"})
+    assert "- Computed on: the exported items only (2), not the whole study." in text
+    assert f"with the codebook version and facets of agreement run {world.run.pk}" in text
+    # The two adjudicated items' symptoms (factory LABELS): oom / crash, slow / slow.
+    ratings = [["oom", "crash"], ["slow", "slow"]]
+    alpha = stats.krippendorff_alpha(ratings)
+    cells = row_of(text, "symptom", "krippendorff_alpha")
+    assert cells[2] == f"{alpha.value:.3f}" and cells[4] == "2"
+    p_o = row_of(text, "symptom", "percent_agreement")
+    assert (p_o[2], p_o[4]) == ("0.500", "2")
+    whole = row_of(card(world), "symptom", "krippendorff_alpha")
+    stored = next(f for f in world.run.result["facets"] if f["key"] == "symptom")
+    assert whole[4] == str(stored["coefficients"]["krippendorff_alpha"]["n_pairable_units"])
+    assert whole[4] != "2"
     decided = card(world, scope="decided")
-    assert "NOT only the 4 items exported" in decided
+    assert "- Computed on: the exported items only (4), not the whole study." in decided
 
 
 def test_a_run_without_recorded_conventions_says_not_recorded(world) -> None:  # type: ignore[no-untyped-def]
