@@ -10,6 +10,7 @@ from django.db import models
 from django.db.models import Q
 from django.urls import reverse
 
+from annotator.issues.filter_text import filters_in_words
 from annotator.jobs import Job
 from annotator.studies.models import Study
 
@@ -80,6 +81,11 @@ class ExportJob(Job):
         if not self.total_rows:
             return 0
         return min(99, int(100 * self.rows_written / self.total_rows))
+
+    @property
+    def filters_text(self) -> str:
+        """The filters for people (`round = 1, repository = hpcaitech/ColossalAI`)."""
+        return filters_in_words(self.filters, quote=False, separator=", ")
 
     @property
     def filename(self) -> str:

@@ -107,3 +107,15 @@ def test_the_api_takes_a_scope_and_names_a_bad_one(world) -> None:  # type: igno
     assert created.status_code == 202 and created.json()["scope"] == "decided"
     job = _finish(ExportJob.objects.get(pk=created.json()["id"]))
     assert (job.rows_written, job.total_rows) == (4, 4)
+
+
+def test_the_export_pages_write_filters_for_people(client, world) -> None:  # type: ignore[no-untyped-def]
+    client.force_login(world.owner)
+    start = reverse("exports:start", args=[world.study.pk])
+    client.post(start, {"format": "csv", "table": "final", "repository": "microsoft/DeepSpeed"})
+    job = _finish(ExportJob.objects.get())
+    assert (
+        "Filters: repository = microsoft/DeepSpeed"
+        in client.get(job.get_absolute_url()).content.decode()
+    )
+    assert "csv · final · repository = microsoft/DeepSpeed" in client.get(start).content.decode()
