@@ -56,7 +56,7 @@ def _refuse(error: StudyError) -> ValidationError:
 class RoundOutput(serializers.ModelSerializer):
     class Meta:
         model = Round
-        fields = ["id", "number", "kind"]
+        fields = ["id", "number", "kind", "closed_at", "closed_reason"]
 
 
 class StudyOutput(serializers.ModelSerializer):
@@ -110,6 +110,10 @@ class SelectionInput(serializers.Serializer):
     sample_size = serializers.IntegerField(required=False, min_value=1)
     seed = serializers.IntegerField(required=False, min_value=0)
     stratify = serializers.BooleanField(default=True)
+    repeat_issues = serializers.BooleanField(
+        default=False,
+        help_text="also issues already in other rounds of the study (not those in this round)",
+    )
 
 
 class SelectionOutput(serializers.Serializer):
@@ -318,7 +322,9 @@ class SelectionCreateApi(APIView):
         round = rounds.filter(pk=round_id).first() if round_id else rounds.first()
         if round is None:
             raise ValidationError({"round": "no such round in this study"})
-        options = {k: values.pop(k, None) for k in ("sample_size", "seed", "stratify")}
+        options = {
+            k: values.pop(k, None) for k in ("sample_size", "seed", "stratify", "repeat_issues")
+        }
         try:
             selection = services.select_issues(
                 study=study, round=round, filters=values, user=request.user, **options

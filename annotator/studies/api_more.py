@@ -183,6 +183,20 @@ class RoundCreateApi(APIView):
         return Response(RoundOutput(round).data, status=status.HTTP_201_CREATED)
 
 
+class RoundCloseApi(APIView):
+    """Close the study's round `number` for good (owner only): no more assignments (those in
+    progress become skipped), no quota change, no draft or submit. Closing a closed round
+    answers with it as it is."""
+
+    @extend_schema(request=None, responses={200: RoundOutput})
+    def post(self, request: Request, study_id: int, number: int) -> Response:
+        study = _membership(request, study_id, {Role.OWNER}).study
+        round = Round.objects.filter(study=study, number=number).first()
+        if round is None:
+            raise NotFound("no such round in this study")
+        return Response(RoundOutput(services.close_round(round=round)).data)
+
+
 # --- items ------------------------------------------------------------------------------------
 class ItemListApi(generics.ListAPIView):
     """The study's items with their state from the counters (owners and adjudicators), in

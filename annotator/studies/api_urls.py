@@ -44,6 +44,11 @@ urlpatterns = [
         api_more.RoundCreateApi.as_view(),
         name="api-round-create",
     ),
+    path(
+        "studies/<int:study_id>/rounds/<int:number>/close/",
+        api_more.RoundCloseApi.as_view(),
+        name="api-round-close",
+    ),
     path("studies/<int:study_id>/items/", api_more.ItemListApi.as_view(), name="api-item-list"),
     path(
         "studies/<int:study_id>/my-assignments/",

@@ -107,7 +107,8 @@ class SelectionForm(forms.Form):
 
     def __init__(self, *args: Any, study: Study, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        rounds = [(str(r.pk), f"Round {r.number} ({r.kind})") for r in study.rounds.all()]
+        open_rounds = study.rounds.filter(closed_at=None)  # a closed round takes no issues
+        rounds = [(str(r.pk), f"Round {r.number} ({r.kind})") for r in open_rounds]
         new = [("new-main", "A new main round"), ("new-calibration", "A new calibration round")]
         choice = self.fields["round"]
         assert isinstance(choice, forms.ChoiceField)

@@ -25,6 +25,7 @@ urlpatterns = [
     ),
     path("<int:study_id>/members/<int:user_id>/role/", studies.member_role, name="member_role"),
     path("<int:study_id>/select/", studies.select, name="select"),
+    path("<int:study_id>/rounds/<int:number>/close/", studies.round_close, name="round_close"),
     path("<int:study_id>/dashboard/", dashboard.dashboard, name="dashboard"),
     path("<int:study_id>/annotate/", annotate.annotate_next, name="annotate_next"),
     path("<int:study_id>/mine/", annotate.my_items, name="mine"),

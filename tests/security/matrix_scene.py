@@ -133,6 +133,7 @@ def _ids(
     ids = {
         "study": study.pk,
         "round": world.round.pk,
+        "round_number": world.round.number,
         "run": run.pk,
         "export": export.pk,
         "assignment": mine.pk,

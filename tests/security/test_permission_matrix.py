@@ -14,10 +14,10 @@ annotator contains the other's notes, none to anyone outside S contains either's
 A route missing from ROUTES fails test_every_route_has_a_rule, naming it. Each case runs in a
 savepoint that is rolled back, so what a request writes never reaches the next one.
 
-Covered (test_matrix_size prints it): 351 routes, 16 of them again on other objects, for each
-of 7 roles; 175 of these 367 cases with all 7 methods (GET, HEAD, OPTIONS, POST, PUT, PATCH,
+Covered (test_matrix_size prints it): 353 routes, 16 of them again on other objects, for each
+of 7 roles; 177 of these 369 cases with all 7 methods (GET, HEAD, OPTIONS, POST, PUT, PATCH,
 DELETE), the 192 per-model admin views (one guard, AdminSite.admin_view) with GET and POST:
-11,263 requests.
+11,361 requests.
 """
 
 from __future__ import annotations
@@ -107,6 +107,7 @@ ROUTES: dict[str, Route] = {
     "studies:members": page(OWNER, GET_POST, **STUDY),
     "studies:invite": page(OWNER, POST, **STUDY),
     "studies:select": page(OWNER, GET_POST, **STUDY),
+    "studies:round_close": page(OWNER, GET_POST, study_id="study", number="round_number"),
     "studies:dashboard": page(SEE_ALL, **STUDY),
     "studies:annotate_next": Route(ANNOTATOR, ALL, STUDY, ok=redirects(ALL)),
     "studies:mine": page(ANNOTATOR, **STUDY),
@@ -223,6 +224,7 @@ ROUTES: dict[str, Route] = {
     "api-study-update": api(OWNER, frozenset({"PATCH", "OPTIONS"}), **STUDY),
     "api-round-list": api(MEMBER, **STUDY),
     "api-round-create": api(OWNER, API_POST, **STUDY),
+    "api-round-close": api(OWNER, API_POST, study_id="study", number="round_number"),
     "api-item-list": api(SEE_ALL, **STUDY),
     "api-my-assignments": api(MEMBER, **STUDY),
     "api-selection-list": api(MEMBER, **STUDY),

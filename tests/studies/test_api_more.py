@@ -124,7 +124,13 @@ def test_items_show_state_counters_and_issue_and_filter(world):
         "title": issue.title,
     }
     assert (row["quota"], row["active_count"], row["submitted_count"]) == (2, 2, 2)
-    assert row["round"] == {"id": world.round.pk, "number": 1, "kind": "main"}
+    assert row["round"] == {
+        "id": world.round.pk,
+        "number": 1,
+        "kind": "main",
+        "closed_at": None,
+        "closed_reason": "",
+    }
     assert row["released_at"] is None
     assert owner.get(url, {"state": "in progress"}).data["count"] == 1
     assert owner.get(url, {"round": world.round.pk}).data["count"] == 4

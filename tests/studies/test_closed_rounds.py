@@ -9,6 +9,7 @@ import io
 import pandas as pd
 import pytest
 from django.db.models import Sum
+from django.urls import reverse
 
 from annotator.agreement.labels import load_label_table
 from annotator.exports.services import export_dataset
@@ -145,3 +146,30 @@ def test_the_same_issue_in_a_second_round_keeps_each_rounds_labels_apart(
             (1, "hang"),
             (2, "oom"),
         ], number
+
+
+def test_an_owner_closes_a_round_on_its_page_and_through_the_api(world: World, client) -> None:  # type: ignore[no-untyped-def]
+    from rest_framework.test import APIClient
+
+    from annotator.accounts.services import create_api_token
+
+    url = reverse("studies:round_close", args=[world.study.pk, 1])
+    client.force_login(world.annotators[0])
+    assert client.get(url).status_code == 404 and client.post(url).status_code == 404
+    client.force_login(world.owner)
+    page = client.get(url)
+    assert page.status_code == 200 and b"Close round 1" in page.content
+    world.round.refresh_from_db()
+    assert not world.round.is_closed  # a GET asks, and changes nothing
+    assert client.post(url).status_code == 302
+    world.round.refresh_from_db()
+    assert world.round.closed_reason == Round.Closed.OWNER
+    assert "closed: closed by an owner" in client.get(world.study.get_absolute_url()).text
+    later = create_round(study=world.study)
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {create_api_token(user=world.owner, name='t')[1]}")
+    answer = api.post(f"/api/studies/{world.study.pk}/rounds/{later.number}/close/")
+    assert answer.status_code == 200 and answer.data["closed_reason"] == "owner"
+    later.refresh_from_db()
+    assert later.is_closed and answer.data["number"] == 2
+    assert api.post(f"/api/studies/{world.study.pk}/rounds/9/close/").status_code == 404

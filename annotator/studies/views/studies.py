@@ -197,6 +197,20 @@ def member_remove(request: HttpRequest, study_id: int, user_id: int) -> HttpResp
     return render(request, "studies/member_remove.html", context, status=409 if error else 200)
 
 
+@require_http_methods(["GET", "POST"])
+def round_close(request: HttpRequest, study_id: int, number: int) -> HttpResponse:
+    """GET says what closing a round does and asks for confirmation; POST closes it."""
+    study = membership_or_404(request, study_id, MANAGERS).study
+    round = get_object_or_404(study.rounds, number=number)
+    if request.method == "POST":
+        closed = services.close_round(round=round)
+        messages.success(request, f"Round {closed.number} is closed.")
+        return redirect(study)
+    open_count = Assignment.objects.filter(item__round=round, status=Status.ASSIGNED).count()
+    context = {"study": study, "round": round, "open_count": open_count}
+    return render(request, "studies/round_close.html", context)
+
+
 def _open_assignments(member: Membership) -> int:
     return Assignment.objects.filter(
         item__study_id=member.study_id, annotator_id=member.user_id, status=Status.ASSIGNED
