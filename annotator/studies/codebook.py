@@ -66,6 +66,21 @@ class CodebookSchema:
     def facet(self, facet_id: int) -> FacetNode | None:
         return next((f for f in self.facets if f.id == facet_id), None)
 
+    def locked_groups(self) -> frozenset[int]:
+        """Ids of the groups a `leaf_only` rule refuses (categories with sub-categories, but
+        those the rule lists): the annotate page shows them, with their definitions, but picks
+        none of them."""
+        locked: set[int] = set()
+        for rule in self.rules:
+            facet = next((f for f in self.facets if f.key == rule.facet), None)
+            if rule.kind != "leaf_only" or facet is None:
+                continue
+            parents = {c.parent_id for c in facet.categories}
+            locked |= {c.id for c in facet.categories if c.id in parents} - {
+                c.id for c in facet.categories if c.code in rule.categories
+            }
+        return frozenset(locked)
+
     def validate_labels(
         self, labels: Mapping[int, Sequence[int]], *, require: bool
     ) -> tuple[list[tuple[int, int]], dict[str, str]]:

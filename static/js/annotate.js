@@ -33,6 +33,11 @@
   function visibleOptions(facet) {
     return options(facet).filter(function (o) { return !o.hidden; });
   }
+  // What keys, the filter's Enter and a click may pick: not a group the codebook's rules lock
+  // (data-locked: shown, with its definition on focus, but never chosen).
+  function choosable(facet) {
+    return visibleOptions(facet).filter(function (o) { return !o.hasAttribute("data-locked"); });
+  }
   function typing(target) {
     return target.closest("input[type=text], input[type=search], textarea, select, [contenteditable]") !== null;
   }
@@ -84,12 +89,12 @@
       facet.querySelector("[data-facet-head]").setAttribute("aria-expanded", i === current ? "true" : "false");
       facet.querySelectorAll("[data-key]").forEach(function (kbd) { kbd.textContent = ""; });
     });
-    visibleOptions(all[current]).forEach(function (option, i) {
+    choosable(all[current]).forEach(function (option, i) {
       if (i < KEYS.length) option.querySelector("[data-key]").textContent = KEYS[i];
     });
     if (focus) {
       var input = all[current].querySelector("[data-option]:not([hidden]) input:checked") ||
-        all[current].querySelector("[data-option]:not([hidden]) input");
+        all[current].querySelector("[data-option]:not([hidden]):not([data-locked]) input");
       if (input) { input.focus({ preventScroll: true }); }
       reveal(all[current]);
     }
@@ -111,7 +116,7 @@
     var facet = facets()[current];
     if (!facet) return false;
     var index = KEYS.indexOf(key);
-    var option = visibleOptions(facet)[index];
+    var option = choosable(facet)[index];
     if (index === -1 || !option) return false;
     var input = option.querySelector("input");
     var single = facet.dataset.kind !== "multi";
@@ -217,7 +222,7 @@
       }
     });
     // Highlight what Enter will pick: the first option whose name matches, else the first match.
-    var shown = visibleOptions(facet);
+    var shown = choosable(facet);
     var best = shown.find(function (o) { return o.dataset.match === "name"; }) ||
       shown.find(function (o) { return o.dataset.match === "text"; });
     highlight(facet, words.length ? best : null);
@@ -229,7 +234,7 @@
   }
   function moveHighlight(box, step) {
     var facet = box.closest("[data-facet]");
-    var matches = visibleOptions(facet).filter(function (o) { return o.dataset.match; });
+    var matches = choosable(facet).filter(function (o) { return o.dataset.match; });
     if (!matches.length) return;
     var at = matches.findIndex(function (o) { return o.classList.contains("best"); });
     highlight(facet, matches[Math.max(0, Math.min(matches.length - 1, at + step))]);
@@ -402,6 +407,12 @@
   });
   document.addEventListener("click", function (event) {
     var t = event.target;
+    var locked = t.matches && t.matches("[data-locked] input");
+    if (locked) {  // a click, Space or an arrow key landing on a locked group: not chosen
+      event.preventDefault();
+      say(t.closest("[data-option]").querySelector(".name").textContent + " is a group: choose one of its sub-categories.");
+      return;
+    }
     var head = t.closest("[data-facet-head]");
     if (head) { setCurrent(facets().indexOf(head.closest("[data-facet]")), true); return; }
     if (pointerWasChecked && t === pointerWasChecked) {

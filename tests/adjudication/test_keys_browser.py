@@ -70,6 +70,8 @@ def test_queue_enter_starts_and_the_url_follows_each_decision(browser, live_serv
     expect(page.locator("[data-remaining]")).to_have_text("2")
     page.keyboard.press("Enter")  # "Start with the first", no j needed
     expect(page).to_have_url(live_server.url + reverse("adjudication:item", args=[first.pk]))
+    # The URL changes when the page starts to load; its keys work once its deferred scripts ran.
+    page.wait_for_load_state("domcontentloaded")
 
     page.keyboard.press("?")
     dialog = page.get_by_role("dialog", name="Keyboard shortcuts")

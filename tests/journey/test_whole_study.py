@@ -38,10 +38,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(tra
 SEED_CODEBOOK = Path(__file__).resolve().parents[2] / "taxonomy_app/seed/distributed_dl_bugs.yaml"
 ANNOTATORS = ["ann-one", "ann-two", "ann-three"]
 # Keys on the annotate page. A single choice moves on to the next facet by itself:
-# screening → distributed-specific → stage → symptom (its third option: the first is the group
-# "program failure", then its leaves); Enter submits.
-AGREE_KEYS = ["1", "1", "4", "3"]  # relevant, yes, training & evaluation, hang & timeout
-DIFFER_KEYS = ["1", "2", "5", "3"]  # relevant, no, inference, hang & timeout
+# screening → distributed-specific → stage → symptom (its second key: the group "program
+# failure" is leaf-only, so it has none, and its leaves come first); Enter submits.
+AGREE_KEYS = ["1", "1", "4", "2"]  # relevant, yes, training & evaluation, hang & timeout
+DIFFER_KEYS = ["1", "2", "5", "2"]  # relevant, no, inference, hang & timeout
 HANG = {"symptom": {"hang-timeout"}}
 AGREED = {
     "screening": {"relevant"},

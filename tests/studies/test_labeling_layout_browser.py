@@ -284,6 +284,32 @@ def test_a_key_pressed_again_keeps_the_choice_and_undo_restores_the_previous_one
     context.close()
 
 
+def test_a_group_the_rules_lock_is_shown_but_never_picked(browser, live_server):
+    """The seed codebook's symptom facet is leaf-only: its groups carry no key, keys and the
+    filter pick leaves, a click on a group chooses nothing and says why; the group's definition
+    still shows on focus."""
+    lab = make_lab()
+    context, page = open_labeling(browser, live_server.url, lab, SIZES[0])
+    go_to_facet(page, "symptom")
+    group = page.locator("#facet-symptom [data-option][data-locked]").first
+    expect(group.locator(".name")).to_have_text("Program failure")
+    expect(group.locator("[data-key]")).to_have_text("")
+    expect(
+        page.locator("#facet-symptom [data-option]:not([data-locked]) [data-key]").first
+    ).to_have_text("1")
+    page.keyboard.press("1")
+    assert checked_name(page, "symptom") == ["Setup failure"]  # the first leaf
+    go_to_facet(page, "symptom")  # a single choice moved on to the next facet
+    group.locator("label").click(force=True)  # aria-disabled: Playwright would wait
+    assert checked_name(page, "symptom") == ["Setup failure"]
+    expect(page.locator("[data-key-message]")).to_contain_text("Program failure is a group")
+    group.locator("input").focus()
+    expect(page.locator("[data-definition-pane]")).to_contain_text("Program failure")
+    page.keyboard.press("Space")
+    assert checked_name(page, "symptom") == ["Setup failure"]
+    context.close()
+
+
 def test_filter_enter_picks_the_highlighted_match(browser, live_server):
     lab = make_lab()
     context, page = open_labeling(browser, live_server.url, lab, SIZES[0])

@@ -4,8 +4,9 @@ Rendering ~70 categories with their definitions through the template engine was 
 page's cost, and nearly all of it is the same on every page. `_facets.html` is three partials
 (a facet's start, an option, a facet's end), and what the first two render is kept on the cached
 CodebookSchema: each facet's start without an error, both with its "unsure" box unchecked and
-checked, each option both unchecked and checked. A page picks the pieces its choices call for
-and renders only what is its own: a facet's start that shows an error, and each facet's end (it
+checked, each option both unchecked and checked (a group a `leaf_only` rule refuses is marked
+so once and for all). A page picks the pieces its choices call for and renders only what is its
+own: a facet's start that shows an error, and each facet's end (it
 holds the page's propose URL). Which markup a checked option or box has is the template's
 alone, and no kept piece depends on anything but its key: one annotation's unsure box cannot
 reach another's page.
@@ -62,6 +63,7 @@ def facets_html(
 def _pieces(schema: CodebookSchema) -> Pieces:
     pieces = schema.memo.get(TEMPLATE)
     if not isinstance(pieces, Pieces):  # the first page of this version in this process
+        locked = schema.locked_groups()
         pieces = Pieces(
             starts={
                 (f.id, marked): _render("facet-start", facet=f, error=None, unsure=marked)
@@ -69,7 +71,9 @@ def _pieces(schema: CodebookSchema) -> Pieces:
                 for marked in (False, True)
             },
             options={
-                (c.id, checked): _render("option", facet=f, category=c, checked=checked)
+                (c.id, checked): _render(
+                    "option", facet=f, category=c, checked=checked, locked=c.id in locked
+                )
                 for f in schema.facets
                 for c in f.categories
                 for checked in (False, True)
