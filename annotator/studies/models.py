@@ -13,6 +13,7 @@ Integrity lives in the database (HOUSE_STYLE 1):
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from functools import cached_property
 from typing import Any
 
 from django.conf import settings
@@ -21,6 +22,7 @@ from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
 
+from annotator.issues.filter_text import filter_names, filters_in_words
 from annotator.issues.models import Issue
 from taxonomy_app.models import Category, CodebookVersion, Facet
 
@@ -230,10 +232,19 @@ class Selection(models.Model):
     def __str__(self) -> str:
         return f"selection of {self.added} issues for {self.study}"
 
+    @cached_property
+    def _filter_names(self) -> dict[str, dict[str, str]]:
+        return filter_names([self.filters])
+
+    @property
+    def filters_text(self) -> str:
+        """The stored filters for people: a repository by its owner/name, not its id."""
+        return filters_in_words(self.filters, self._filter_names, quote=False) or "none"
+
     @property
     def method_text(self) -> str:
         """The selection in words, for a paper's method section."""
-        filters = "; ".join(f"{key} = {value!r}" for key, value in self.filters.items())
+        filters = filters_in_words(self.filters, self._filter_names)
         text = (
             f"Issues matching {filters or 'no filter'}, not already in the study: {self.matched}."
         )
