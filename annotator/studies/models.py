@@ -221,6 +221,9 @@ class Selection(models.Model):
     strata = models.JSONField(default=dict, blank=True)
     sampled = models.PositiveIntegerField(help_text="issues kept after sampling")
     added = models.PositiveIntegerField(help_text="issues new to the study")
+    repeat_issues = models.BooleanField(
+        default=False, help_text="issues already in other rounds of the study were candidates"
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -245,9 +248,8 @@ class Selection(models.Model):
     def method_text(self) -> str:
         """The selection in words, for a paper's method section."""
         filters = filters_in_words(self.filters, self._filter_names)
-        text = (
-            f"Issues matching {filters or 'no filter'}, not already in the study: {self.matched}."
-        )
+        where = f"round {self.round.number}" if self.repeat_issues else "the study"
+        text = f"Issues matching {filters or 'no filter'}, not already in {where}: {self.matched}."
         if self.sample_size is not None:
             how = (
                 "stratified by repository (proportional allocation, largest remainder)"

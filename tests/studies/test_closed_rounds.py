@@ -124,6 +124,8 @@ def test_the_same_issue_in_a_second_round_keeps_each_rounds_labels_apart(
     assert none_new.added == 0  # by default an issue already in the study is not selected
     again = select_issues(study=world.study, round=later, filters={}, repeat_issues=True, seed=2)
     assert again.added == 4
+    assert "not already in the study: 0." in none_new.method_text
+    assert "not already in round 2: 4." in again.method_text
     label_round(world, later, "oom", django_capture_on_commit_callbacks)
     issues = {
         r: set(Item.objects.filter(round=r).values_list("issue", flat=True))
@@ -156,7 +158,9 @@ def test_an_owner_closes_a_round_on_its_page_and_through_the_api(world: World, c
     url = reverse("studies:round_close", args=[world.study.pk, 1])
     client.force_login(world.annotators[0])
     assert client.get(url).status_code == 404 and client.post(url).status_code == 404
+    assert url not in client.get(world.study.get_absolute_url()).text
     client.force_login(world.owner)
+    assert f'href="{url}">close…</a>' in client.get(world.study.get_absolute_url()).text
     page = client.get(url)
     assert page.status_code == 200 and b"Close round 1" in page.content
     world.round.refresh_from_db()
@@ -164,7 +168,8 @@ def test_an_owner_closes_a_round_on_its_page_and_through_the_api(world: World, c
     assert client.post(url).status_code == 302
     world.round.refresh_from_db()
     assert world.round.closed_reason == Round.Closed.OWNER
-    assert "closed: closed by an owner" in client.get(world.study.get_absolute_url()).text
+    study_page = client.get(world.study.get_absolute_url()).text
+    assert "closed: closed by an owner" in study_page and f'href="{url}"' not in study_page
     later = create_round(study=world.study)
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {create_api_token(user=world.owner, name='t')[1]}")

@@ -91,6 +91,7 @@ def select_issues(
         strata=strata,
         sampled=len(chosen),
         added=len(chosen),
+        repeat_issues=repeat_issues,
         created_by=user,
     )
 
