@@ -17,7 +17,7 @@ from ..formats import (
     to_document,
 )
 from ..models import Category, Codebook, CodebookVersion, Facet, LabelRule
-from .rules import version_rules
+from .rules import rule_row, version_rules
 from .versions import create_codebook, publish_version, start_draft
 
 
@@ -137,17 +137,7 @@ def write_spec(*, version: CodebookVersion, spec: CodebookSpec) -> None:
         )
         _write_categories(facet, facet_spec, origins)
     LabelRule.objects.bulk_create(
-        LabelRule(
-            version=version,
-            kind=rule.kind,
-            facet=facets[rule.facet],
-            when_facet=facets[rule.when_facet] if rule.when_facet else None,
-            when_categories=list(rule.when_categories),
-            categories=list(rule.categories),
-            max_choices=rule.max_choices,
-            order=order,
-        )
-        for order, rule in enumerate(spec.rules)
+        rule_row(version, rule, facets, order=order) for order, rule in enumerate(spec.rules)
     )
 
 

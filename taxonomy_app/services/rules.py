@@ -112,7 +112,16 @@ def add_rule(
         raise CodebookError(str(error)) from None
     facets = {f.key: f for f in version.facets.all()}
     last = version.rules.order_by("-order").values_list("order", flat=True).first()
-    return LabelRule.objects.create(
+    row = rule_row(version, rule, facets, order=0 if last is None else last + 1)
+    row.save()
+    return row
+
+
+def rule_row(
+    version: CodebookVersion, rule: Rule, facets: dict[str, Facet], *, order: int
+) -> LabelRule:
+    """The (unsaved) row of a checked rule in `version`, whose facets are `facets` by key."""
+    return LabelRule(
         version=version,
         kind=rule.kind,
         facet=facets[rule.facet],
@@ -120,7 +129,7 @@ def add_rule(
         when_categories=list(rule.when_categories),
         categories=list(rule.categories),
         max_choices=rule.max_choices,
-        order=0 if last is None else last + 1,
+        order=order,
     )
 
 
