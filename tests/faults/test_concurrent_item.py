@@ -53,7 +53,9 @@ class Outcome:
 def test_two_annotators_and_an_adjudicator_on_one_item_lose_nothing():
     if connection.vendor != "postgresql":
         pytest.skip("row locks need PostgreSQL")
-    scene = make_scene(items=ITEMS, k=2)
+    # One item more than labelled here: the round never completes, so it never closes (a
+    # closed round refuses the re-submits each step makes).
+    scene = make_scene(items=ITEMS + 1, k=2)
     for i in range(ITEMS):
         assignments = [next_assignment(study=scene.study, annotator=u) for u in scene.annotators]
         item = Item.objects.get(pk=assignments[0].item_id)
