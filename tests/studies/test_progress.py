@@ -118,3 +118,16 @@ def test_my_items_pages_through_a_long_list(client):
     assert f"page 1 of 2 ({MY_ITEMS_PER_PAGE + 1} items)" in first
     second = client.get(url + "?page=2").content.decode()
     assert second.count("data-row-link") == 1
+
+
+def test_the_item_page_gives_its_submitted_count_to_managers_only(client):
+    world = make_world(items=1, k=2, annotators=2)
+    a, b = world.annotators
+    submit(world, a)
+    item = world.study.items.get()
+    client.force_login(a)
+    assert "submitted ·" not in text(client.get(item.get_absolute_url()))  # not "1 / 2"
+    submit(world, b)
+    assert "2 / 2 submitted" not in text(client.get(item.get_absolute_url()))
+    client.force_login(world.owner)
+    assert "2 / 2 submitted" in text(client.get(item.get_absolute_url()))
