@@ -160,6 +160,13 @@ def _left_out_lines(left_out: Sequence[str] | None) -> list[str]:
     return lines + [f"- {line}" for line in left_out]
 
 
+FORMATS_NOTE = (
+    "In CSV and XLSX a text cell starting with `=`, `+`, `-`, `@`, a tab or a carriage return"
+    " has a leading `'` added so spreadsheet programs do not run it as a formula; JSON, JSONL"
+    " and Parquet keep the text as it was."
+)
+
+
 def _column_lines(tables: Mapping[str, Sequence[Column]]) -> list[str]:
     lines: list[str] = []
     for table, columns in tables.items():
@@ -223,6 +230,8 @@ def dataset_card(
         *_left_out_lines(left_out),
         "",
         "## Columns",
+        "",
+        FORMATS_NOTE,
         *_column_lines(tables),
     ]
     if categories:

@@ -19,10 +19,12 @@ Types, per column kind:
 | list      | codes joined by `;`         | array of strings | list<string>                  |
 | timestamp | `2024-05-01T12:00:00Z` (UTC)| same string      | timestamp[us, UTC]            |
 
-CSV is UTF-8 without BOM, RFC 4180 quoting, CRLF line ends, one header row; it is meant for
-analysis tools and is not defused for spreadsheet formula injection. XLSX is the format for
-spreadsheet programs: every string is stored as a string, never a formula (issue titles are
-untrusted), control characters are dropped, and timestamps are naive datetimes in UTC.
+CSV is UTF-8 without BOM, RFC 4180 quoting, CRLF line ends, one header row. XLSX is the format
+for spreadsheet programs: every string is stored as a string, never a formula, control
+characters are dropped, and timestamps are naive datetimes in UTC. Issue titles are untrusted,
+so in CSV and XLSX a text cell (str and list columns) starting with `=`, `+`, `-`, `@`, tab or
+carriage return gets a leading `'` (OWASP's rule against formula injection: `'=HYPERLINK(…)`);
+JSON, JSONL and Parquet keep the raw text, and numbers stay numbers everywhere.
 
 The contract the Django export service fills (column lists built in `columns.py`):
 
@@ -146,18 +148,38 @@ class _Memo:
         return self.result
 
 
+# A spreadsheet program reads a cell starting with one of these as a formula (OWASP, "CSV
+# Injection"); CSV and XLSX text cells starting so get a leading quote. A set, not a string:
+# "" is in every string.
+_FORMULA_START = frozenset("=+-@\t\r")
+
+
+def defuse_formula(text: str) -> str:
+    """`text` with a leading `'` when a spreadsheet would read it as a formula."""
+    return "'" + text if text[:1] in _FORMULA_START else text
+
+
+def _text_indexes(columns: Sequence[Column]) -> list[int]:
+    return [i for i, c in enumerate(columns) if c.kind in ("str", "list")]
+
+
 def write_csv(rows: Iterable[Row], columns: Sequence[Column], out: IO[bytes]) -> int:
     """Write a header row and one line per row; returns the number of rows written."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     names = [c.name for c in columns]
     special = _special(columns, to_text)
+    text = _text_indexes(columns)
     writer.writerow(names)
     count = 0
     for row in rows:
         cells = [row.get(name) for name in names]
         for index, _, convert in special:
             cells[index] = convert(cells[index])
+        for index in text:
+            value = cells[index]
+            if value and value[0] in _FORMULA_START:
+                cells[index] = "'" + value
         writer.writerow(cells)
         count += 1
         if buffer.tell() >= FLUSH_CHARS:
@@ -357,7 +379,7 @@ def _fill_sheet(worksheet: Any, sheet: XlsxSheet) -> int:
         value = _xlsx_value(kind, value)
         if isinstance(value, str) and value.startswith("="):
             text = WriteOnlyCell(worksheet, value)
-            text.data_type = "s"  # untrusted text (issue titles) is never a formula
+            text.data_type = "s"  # a str cell is defused; this keeps any other str from a formula
             return text
         return value
 
@@ -372,9 +394,10 @@ def _xlsx_value(kind: ColumnKind, value: Any) -> Any:
     if value is None:
         return None
     if kind == "list":
-        return join_list(value)
+        return defuse_formula(join_list(value))
     if kind == "timestamp" and isinstance(value, datetime):
         return utc(value).replace(tzinfo=None)  # Excel has no time zones: the column is UTC
     if isinstance(value, str):
-        return _ILLEGAL_XML.sub("", value)[:_MAX_CELL]
+        text = _ILLEGAL_XML.sub("", value)
+        return (defuse_formula(text) if kind == "str" else text)[:_MAX_CELL]
     return value

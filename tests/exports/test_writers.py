@@ -298,7 +298,7 @@ def test_xlsx_has_a_sheet_per_annotator_plus_final() -> None:
     assert final["decided_at"].tolist()[:12] == [
         pd.Timestamp(r["decided_at"]).tz_localize(None) for r in ROWS
     ]
-    assert final["title"].iloc[-1] == '=HYPERLINK("http://x") bell'  # text, not a formula
+    assert final["title"].iloc[-1] == '\'=HYPERLINK("http://x") bell'  # text, not a formula
     assert sheets["alice"]["seconds_spent"].tolist() == list(range(40, 52))
 
 
@@ -334,6 +334,60 @@ def test_dataset_card_names_codebook_selection_agreement_and_columns() -> None:
     assert "| fix-pattern | Krippendorff's alpha | undefined |  |  |  |  |" in card
     assert "| symptom_l2 | str | Symptom: category code at level 2 |" in card
     assert "| training-evaluation | Training & evaluation |" in card
+    assert "a leading `'` added so spreadsheet programs do not run it as a formula" in card
+
+
+FORMULA_TITLES = ['=HYPERLINK("http://x","y")', "+1", "-2 sum", "@cmd", "\tTAB", "\rCR"]
+
+
+def formula_rows() -> list[dict[str, Any]]:
+    """Rows titled as a spreadsheet would read formulas, with a negative number (a str `-` code
+    too) beside them: text cells are defused in CSV and XLSX, numbers stay numbers."""
+    return [
+        {**ROWS[0], "item_id": -1 - i, "number": -5, "title": title, "stage": "-x"}
+        for i, title in enumerate(FORMULA_TITLES)
+    ]
+
+
+def test_csv_prefixes_formula_text_with_a_quote_and_keeps_numbers_numeric() -> None:
+    out = io.BytesIO()
+    write_csv(iter(formula_rows()), FINAL, out)
+    frame = pd.read_csv(io.BytesIO(out.getvalue()), keep_default_na=False)
+    assert frame["title"].tolist() == ["'" + t for t in FORMULA_TITLES]
+    assert set(frame["stage"]) == {"'-x"}
+    assert frame["item_id"].dtype == "int64"
+    assert frame["item_id"].tolist() == [-1 - i for i in range(len(FORMULA_TITLES))]
+    assert set(frame["number"]) == {-5}
+    assert frame["url"].iloc[0].startswith("https://")  # safe text is left as it is
+
+
+def test_xlsx_prefixes_formula_text_with_a_quote_and_keeps_numbers_numeric() -> None:
+    from openpyxl import load_workbook
+
+    out = io.BytesIO()
+    write_xlsx([XlsxSheet("Final", FINAL, iter(formula_rows()))], out)
+    out.seek(0)
+    sheet = load_workbook(out)["Final"]
+    header = [c.value for c in sheet[1]]
+    rows = [dict(zip(header, (c for c in r), strict=True)) for r in sheet.iter_rows(min_row=2)]
+    # XML reads a carriage return back as a line feed
+    assert [r["title"].value for r in rows] == ["'" + t.replace("\r", "\n") for t in FORMULA_TITLES]
+    assert {r["title"].data_type for r in rows} == {"s"}
+    assert {r["stage"].value for r in rows} == {"'-x"}
+    assert [r["item_id"].value for r in rows] == [-1 - i for i in range(len(FORMULA_TITLES))]
+    assert {r["number"].data_type for r in rows} == {"n"}
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl", "parquet"])
+def test_json_and_parquet_keep_formula_text_raw(fmt: str) -> None:
+    out = io.BytesIO()
+    writer = {"json": write_json, "jsonl": write_jsonl, "parquet": write_parquet}[fmt]
+    writer(iter(formula_rows()), FINAL, out)
+    out.seek(0)
+    frame = pd.read_parquet(out) if fmt == "parquet" else pd.read_json(out, lines=fmt == "jsonl")
+    assert frame["title"].tolist() == FORMULA_TITLES
+    assert set(frame["stage"]) == {"-x"}
+    assert set(frame["number"]) == {-5}
 
 
 class CountingSink(io.RawIOBase):
