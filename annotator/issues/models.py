@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Mapping
 from datetime import date
 
@@ -179,8 +180,12 @@ class Issue(models.Model):
 
     @property
     def github_url(self) -> str:
+        """The "View on GitHub" link: the stored web URL when it is http(s) (imports refuse
+        others, but rows stored before may hold a `javascript:` one), else built."""
+        if urllib.parse.urlsplit(self.html_url).scheme in ("http", "https"):
+            return self.html_url
         kind = "pull" if self.is_pull_request else "issues"
-        return self.html_url or f"{self.repository.html_url}/{kind}/{self.number}"
+        return f"{self.repository.html_url}/{kind}/{self.number}"
 
 
 class IssueComment(models.Model):

@@ -37,7 +37,7 @@ from .github import GitHubClient, GitHubError, Response, Wait
 from .models import Issue, IssueComment, Repository, RepositoryAlias, SyncJob, SyncState
 from .search import index_pending_issues
 from .sql import advisory_unlock, try_advisory_lock
-from .writer import ImportCounts, RecordWriter, check_repository_name
+from .writer import ImportCounts, RecordWriter, check_repository_name, github_hosts
 
 logger = logging.getLogger(__name__)
 
@@ -256,7 +256,7 @@ class _Run:
         ]
         self.objects_read += len(items)
         changed = _changed_issue_numbers(self.repository, records)
-        writer = RecordWriter()
+        writer = RecordWriter(url_hosts=github_hosts(self.client.api_url))
         writer.write(records)
         _add_counts(self.report.issues if phase == Phase.ISSUES else self.report.comments, writer)
         if changed:

@@ -6,9 +6,12 @@ objects into records, always inside one transaction per unit of work.
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from django.conf import settings
 
 from .bulk import ISSUE_COLUMNS, count_stored_comments, upsert_issue_rows
 from .formats import CommentRecord, ImportFormatError, IssueRecord
@@ -43,6 +46,28 @@ def check_repository_name(full_name: str, where: str) -> None:
         raise ImportFormatError(f"{where}: repository must be OWNER/NAME, got {full_name!r}")
 
 
+def github_hosts(api_url: str | None = None) -> frozenset[str]:
+    """The hosts an issue's web URL may name: github.com and the GitHub API's host
+    (`api_url`, else settings.GITHUB_API_URL; a GitHub Enterprise server serves both)."""
+    host = urllib.parse.urlsplit(api_url or settings.GITHUB_API_URL).hostname
+    return frozenset({"github.com", *([host] if host else [])})
+
+
+def check_issue_url(record: IssueRecord, hosts: frozenset[str]) -> None:
+    """Refuse a web URL that is not http(s) on `hosts`: the issue pages link to it ("View on
+    GitHub"), so a `javascript:` or `data:` URL would run in the reader's browser."""
+    if not record.html_url:
+        return  # Issue.github_url builds the link from the repository and number
+    parts = urllib.parse.urlsplit(record.html_url)
+    if parts.scheme in ("http", "https") and parts.hostname in hosts:
+        return
+    raise ImportFormatError(
+        f"must be an http(s) URL on {' or '.join(sorted(hosts))}, got {record.html_url[:200]!r}",
+        record=f"{record.repository}#{record.number} (record {record.index})",
+        field="url" if "html_url" not in record.raw and "url" in record.raw else "html_url",
+    )
+
+
 class RecordWriter:
     """Writes batches of parsed records, classifying each as created/updated/unchanged/skipped.
 
@@ -51,7 +76,8 @@ class RecordWriter:
     with the largest issue number and not with the file.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, url_hosts: frozenset[str] | None = None) -> None:
+        self.url_hosts = github_hosts() if url_hosts is None else url_hosts
         self.counts = ImportCounts()
         self._repositories: dict[str, Repository] = {}
         self._written: dict[int, bytearray] = {}
@@ -84,6 +110,7 @@ class RecordWriter:
         by_key: dict[tuple[int, int], IssueRecord] = {}
         for record in records:
             repo = self._repository(record)
+            check_issue_url(record, self.url_hosts)
             key = (repo.pk, record.number)
             earlier = by_key.get(key)
             if earlier is not None:
