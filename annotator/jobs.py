@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import resource
 import socket
 import threading
 from collections.abc import Iterator
@@ -247,3 +248,24 @@ def _side_connection() -> Any:
         side = connections.create_connection(DEFAULT_DB_ALIAS)
         _local.connection = side
     return side
+
+
+@contextmanager
+def memory_budget(megabytes: int) -> Iterator[None]:
+    """Let the block grow this process's address space by at most `megabytes` (RLIMIT_AS), so a
+    runaway parse raises MemoryError in its own job instead of starving the machine and every
+    job queued behind it; the previous limit is back afterwards. 0, or no /proc, sets none."""
+    if megabytes <= 0 or not os.path.exists("/proc/self/statm"):
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/statm") as statm:
+        size = int(statm.read().split()[0]) * resource.getpagesize()
+    limit = size + megabytes * 2**20
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))

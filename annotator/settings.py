@@ -198,6 +198,14 @@ IMPORT_MAX_BYTES = env_int("ANNOTATOR_IMPORT_MAX_MB", 200) * 1024 * 1024
 # (the handler below), and XLSX workbooks, being zip archives, are capped inflated too.
 WORKBOOK_MAX_BYTES = env_int("ANNOTATOR_WORKBOOK_MAX_MB", 20) * 1024 * 1024
 CODEBOOK_MAX_BYTES = env_int("ANNOTATOR_CODEBOOK_MAX_MB", 5) * 1024 * 1024
+# Nesting limits: deeper JSON (or YAML) is refused before a parser builds it, naming the position
+# (annotator/json_depth.py: issue files, API bodies; taxonomy_app/formats.py: codebook files).
+IMPORT_MAX_DEPTH = env_int("ANNOTATOR_IMPORT_MAX_DEPTH", 64)
+API_MAX_DEPTH = env_int("ANNOTATOR_API_MAX_DEPTH", 64)
+CODEBOOK_MAX_DEPTH = env_int("ANNOTATOR_CODEBOOK_MAX_DEPTH", 32)
+# A parsing job may grow its address space by this much before MemoryError fails it (0: no limit;
+# annotator/jobs.py memory_budget); CELERY_WORKER_MAX_MEMORY_PER_CHILD replaces a grown worker.
+IMPORT_JOB_MAX_MEMORY_MB = env_int("ANNOTATOR_IMPORT_JOB_MAX_MEMORY_MB", 2048)
 XLSX_MAX_INFLATED_BYTES = env_int("ANNOTATOR_XLSX_MAX_INFLATED_MB", 200) * 1024 * 1024
 XLSX_MAX_RATIO = env_int("ANNOTATOR_XLSX_MAX_RATIO", 100)
 # Any other route taking a file (annotator/upload_handling.py: ROUTE_KINDS lists the kinds).
@@ -279,6 +287,8 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "annotator")
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# In KiB: a child that ends a task above this is replaced, so one job's memory is not kept.
+CELERY_WORKER_MAX_MEMORY_PER_CHILD = env_int("CELERY_WORKER_MAX_MEMORY_MB", 1024) * 1024
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 3600)
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 60
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
@@ -356,6 +366,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # JSON nested deeper than API_MAX_DEPTH is a 400 naming the limit (annotator/api_parsers.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "annotator.api_parsers.DepthLimitedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "annotator API",

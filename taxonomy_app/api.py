@@ -18,9 +18,10 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import BaseParser, FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 
 from . import serializers as s
 from . import services
@@ -89,11 +90,17 @@ class CodebookDetailApi(generics.RetrieveAPIView):
     queryset = Codebook.objects.prefetch_related("versions")
 
 
+def _json_parsers() -> list[type[BaseParser]]:
+    parsers: Any = api_settings.DEFAULT_PARSER_CLASSES  # classes; the stubs say strings
+    return [parser for parser in parsers if parser.media_type == "application/json"]
+
+
 class CodebookImportApi(generics.GenericAPIView):
     """Import a JSON or YAML codebook file as a new codebook or the next version of one.
     A malformed file answers 400 naming the element and field, and writes nothing."""
 
-    parser_classes = [MultiPartParser, FormParser, JSONParser]
+    # The project's JSON parser (REST_FRAMEWORK, which may bound a body's depth), not DRF's own.
+    parser_classes = [MultiPartParser, FormParser, *_json_parsers()]
     serializer_class = s.ImportInput
 
     @extend_schema(request=s.ImportInput, responses={201: s.VersionOutput})

@@ -89,23 +89,63 @@ class CodebookSpec:
 # Reading -------------------------------------------------------------------------------------
 
 
+# A codebook nests 5 levels (facets, a facet, its categories, a category, its examples); deeper
+# input is refused before it is built (settings.CODEBOOK_MAX_DEPTH where the project sets it).
+MAX_DEPTH = 32
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+
+
 class _SafeLoaderWithoutAliases(yaml.SafeLoader):
     """yaml.safe_load's loader, refusing aliases (*name): nine aliases of nine aliases… build
     a value of 9**9 strings from a few hundred bytes ("billion laughs"), which any later walk
-    or message would expand. A codebook needs none; the exporter writes none (_Dumper)."""
+    or message would expand. A codebook needs none; the exporter writes none (_Dumper).
+    It also refuses nesting past `max_depth`, as it composes (before the recursion would)."""
+
+    max_depth = MAX_DEPTH
+    _depth = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event: Any = self.peek_event()  # type: ignore[no-untyped-call]
+        event: Any = self.peek_event()  # type: ignore[no-untyped-call]
+        mark: Any = event.start_mark
+        if isinstance(event, yaml.AliasEvent):
             raise CodebookFormatError(
-                f"not valid YAML at line {event.start_mark.line + 1}: aliases such as "
+                f"not valid YAML at line {mark.line + 1}: aliases such as "
                 f"*{event.anchor} are not accepted in a codebook"
             )
-        return super().compose_node(parent, index)
+        if not isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent):
+            return super().compose_node(parent, index)
+        self._depth += 1
+        if self._depth > self.max_depth:
+            raise CodebookFormatError(
+                f"not valid YAML at line {mark.line + 1}, column {mark.column + 1}: nested "
+                f"deeper than the limit of {self.max_depth} levels"
+            )
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
-def load_document(data: bytes | str, fmt: str = "auto") -> Any:
-    """Decode JSON or YAML text (fmt "json", "yaml" or "auto": JSON when it starts with "{")."""
+def _check_json_depth(text: str, limit: int) -> None:
+    """Refuse JSON nested deeper than `limit` before json.loads recurses into it."""
+    depth = 0
+    for token in _JSON_TOKEN.finditer(text):
+        if token.group() in "[{":
+            depth += 1
+            if depth > limit:
+                line = text.count("\n", 0, token.start()) + 1
+                column = token.start() - text.rfind("\n", 0, token.start())
+                raise CodebookFormatError(
+                    f"not valid JSON at line {line}, column {column}: nested deeper than the "
+                    f"limit of {limit} levels"
+                )
+        elif token.group() in "]}":
+            depth -= 1
+
+
+def load_document(data: bytes | str, fmt: str = "auto", max_depth: int = MAX_DEPTH) -> Any:
+    """Decode JSON or YAML text (fmt "json", "yaml" or "auto": JSON when it starts with "{"),
+    refusing nesting deeper than `max_depth` with the line and column."""
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
     except UnicodeDecodeError as error:
@@ -113,6 +153,7 @@ def load_document(data: bytes | str, fmt: str = "auto") -> Any:
     if not text.strip():
         raise CodebookFormatError("the file is empty")
     if fmt == "json" or (fmt == "auto" and text.lstrip().startswith("{")):
+        _check_json_depth(text, max_depth)
         try:
             return json.loads(text)
         except json.JSONDecodeError as error:
@@ -122,7 +163,9 @@ def load_document(data: bytes | str, fmt: str = "auto") -> Any:
         except RecursionError:
             raise CodebookFormatError("not valid JSON: nested too deeply") from None
     try:
-        return yaml.load(text, Loader=_SafeLoaderWithoutAliases)  # a SafeLoader, as safe_load
+        loader = _SafeLoaderWithoutAliases(text)  # a SafeLoader, as safe_load
+        loader.max_depth = max_depth
+        return loader.get_single_data()
     except RecursionError:
         raise CodebookFormatError("not valid YAML: nested too deeply") from None
     except yaml.YAMLError as error:

@@ -48,9 +48,15 @@ from typing import Any, Protocol, TypeAlias
 
 import ijson
 
+from annotator.json_depth import DepthScan, TooDeep
+
 FORMATS = ("github", "jsonl", "gh", "csv")
 
 _HEAD_SIZE = 64 * 1024
+# Deeper JSON is refused before it is parsed (annotator/json_depth.py); an issue from GitHub's
+# API nests 4 levels, a gh one 5. IMPORT_MAX_DEPTH in settings.
+MAX_DEPTH = 64
+_DETECTION_DEPTH = 8
 _BOM = codecs.BOM_UTF8
 _GH_ONLY_KEYS = frozenset({"createdAt", "updatedAt", "closedAt", "isPullRequest", "stateReason"})
 _STATES = {"open": "open", "closed": "closed", "merged": "closed"}
@@ -229,7 +235,7 @@ def _first_element(head: bytes) -> dict[str, Any]:
     found: dict[str, Any] = {}
     key = None
     try:
-        for prefix, event, value in ijson.parse(io.BytesIO(head)):
+        for prefix, event, value in ijson.parse(io.BytesIO(_shallow_part(head))):
             if prefix == "item" and event == "map_key":
                 key = value
             elif key is not None and prefix == f"item.{key}":
@@ -240,6 +246,17 @@ def _first_element(head: bytes) -> dict[str, Any]:
     except ijson.JSONError:
         pass  # the head ends mid-file; what was read is enough
     return found
+
+
+def _shallow_part(head: bytes) -> bytes:
+    """The head up to its first bracket nested past _DETECTION_DEPTH: ijson's memory grows with
+    the square of the depth (64 KB of "[" took 2.5 GB), and detection needs only the top of the
+    first element. Deeper files are refused by the scan in _iter_array, with the real limit."""
+    try:
+        DepthScan(_DETECTION_DEPTH).feed(head)
+    except TooDeep as error:
+        return head[: error.offset]
+    return head
 
 
 def _looks_like_gh(obj: Mapping[str, Any]) -> bool:
@@ -271,11 +288,13 @@ def iter_records(
     format: str = "auto",
     filename: str = "",
     max_bytes: int | None = None,
+    max_depth: int = MAX_DEPTH,
     default_repository: str | None = None,
 ) -> Iterator[Record]:
     """Parse `stream` lazily into IssueRecord and CommentRecord, in file order.
 
-    `default_repository` (owner/name) fills records that name no repository. Raises
+    `default_repository` (owner/name) fills records that name no repository. JSON nested
+    deeper than `max_depth` is refused before it is parsed, naming the byte or column. Raises
     ImportFormatError at the first bad byte, record or field; nothing else escapes.
     """
     if format != "auto" and format not in FORMATS:
@@ -285,13 +304,13 @@ def iter_records(
     reader, head = _open(stream, max_bytes)
     chosen = detect_format(head, filename) if format == "auto" else format
     parse = _iter_jsonl if chosen == "jsonl" else _iter_csv if chosen == "csv" else _iter_array
-    for record in parse(reader, head, chosen):
+    for record in parse(reader, head, chosen, max_depth):
         if record.repository is None and default_repository:
             record = dataclasses.replace(record, repository=default_repository)
         yield record
 
 
-def _iter_array(reader: _Reader, head: bytes, format: str) -> Iterator[Record]:
+def _iter_array(reader: _Reader, head: bytes, format: str, max_depth: int) -> Iterator[Record]:
     first = head.lstrip()[:1]
     if first == b"{":
         raise ImportFormatError("expected a JSON array at the top level, found an object")
@@ -302,11 +321,29 @@ def _iter_array(reader: _Reader, head: bytes, format: str) -> Iterator[Record]:
         )
     index, kind = 0, "rest"
     try:
-        for index, obj in enumerate(ijson.items(reader, "item", use_float=True), 1):
+        scanned = _DepthCheckedReader(reader, max_depth)
+        for index, obj in enumerate(ijson.items(scanned, "item", use_float=True), 1):
             kind = _kind(obj, kind, format)
             yield _build(obj, index, f"record {index}", _BUILDERS[kind])
     except ijson.JSONError as error:
         raise _json_error(error, index) from None
+    except TooDeep as error:
+        raise ImportFormatError(
+            f"JSON is nested deeper than the limit of {error.limit} levels at byte {error.offset}"
+        ) from None
+
+
+class _DepthCheckedReader:
+    """What ijson reads: every byte goes through a DepthScan first, so a file of nested
+    brackets is refused at the first one past the limit, before ijson builds its prefixes."""
+
+    def __init__(self, reader: _Reader, max_depth: int) -> None:
+        self._reader, self._scan = reader, DepthScan(max_depth)
+
+    def read(self, size: int = -1, /) -> bytes:
+        chunk = self._reader.read(size)
+        self._scan.feed(chunk)
+        return chunk
 
 
 def _json_error(error: Exception, complete: int) -> ImportFormatError:
@@ -324,16 +361,24 @@ def _json_error(error: Exception, complete: int) -> ImportFormatError:
     return ImportFormatError(f"not valid JSON ({first_line})", record=f"record {complete + 1}")
 
 
-def _iter_jsonl(reader: _Reader, head: bytes, format: str) -> Iterator[Record]:
+def _iter_jsonl(reader: _Reader, head: bytes, format: str, max_depth: int) -> Iterator[Record]:
     kind = "rest"
     for number, line in enumerate(reader, 1):
         if line.strip():
-            obj = _json_line(line, number)
+            obj = _json_line(line, number, max_depth)
             kind = _kind(obj, kind, format)
             yield _build(obj, number, f"line {number}", _BUILDERS[kind])
 
 
-def _json_line(line: bytes, number: int) -> Any:
+def _json_line(line: bytes, number: int, max_depth: int) -> Any:
+    try:
+        DepthScan(max_depth).feed(line)
+    except TooDeep as error:
+        raise ImportFormatError(
+            f"JSON is nested deeper than the limit of {error.limit} levels "
+            f"at column {error.offset + 1}",
+            record=f"line {number}",
+        ) from None
     try:
         return json.loads(line.decode("utf-8").rstrip(), parse_constant=_reject_constant)
     except (ValueError, RecursionError) as error:
@@ -432,7 +477,7 @@ _BUILDERS: dict[str, _Builder] = {
 
 
 # --- CSV --------------------------------------------------------------------------------------
-def _iter_csv(reader: _Reader, head: bytes, format: str) -> Iterator[Record]:
+def _iter_csv(reader: _Reader, head: bytes, format: str, max_depth: int) -> Iterator[Record]:
     # strict: an unclosed quote is an error, not a field that swallows the rest of the file.
     rows = csv.reader(io.TextIOWrapper(reader, encoding="utf-8", newline=""), strict=True)
     index = 0

@@ -11,7 +11,7 @@ from typing import IO, Any
 from django.conf import settings
 from django.db import transaction
 
-from annotator.jobs import claim_job, finish_job, job_heartbeat, report_progress
+from annotator.jobs import claim_job, finish_job, job_heartbeat, memory_budget, report_progress
 from annotator.upload_handling import generated_file
 
 from .formats import ImportFormatError, iter_records
@@ -71,6 +71,7 @@ def import_issues(
         format=format,
         filename=filename,
         max_bytes=max_bytes or settings.IMPORT_MAX_BYTES,
+        max_depth=settings.IMPORT_MAX_DEPTH,
         default_repository=repository,
     )
     writer = RecordWriter()
@@ -101,13 +102,18 @@ def run_import_job(*, job_id: int) -> None:
     if not claim_job(ImportJob, job.pk):
         return  # finished, or another worker holds it (a redelivered task)
     with job_heartbeat(ImportJob, job.pk):
+        budget = settings.IMPORT_JOB_MAX_MEMORY_MB
         try:
-            with job.file.open("rb") as stream, transaction.atomic():
+            with memory_budget(budget), job.file.open("rb") as stream, transaction.atomic():
                 _import_and_finish(job, stream)
         except _JobLost:
             return
         except ImportFormatError as error:
             finish_job(ImportJob, job.pk, status=ImportJob.Status.FAILED, error=str(error))
+            return
+        except MemoryError:
+            failed = f"the import needed more than the job's memory limit of {budget} MB"
+            finish_job(ImportJob, job.pk, status=ImportJob.Status.FAILED, error=failed)
             return
         except Exception as error:
             logger.exception("import job %s failed", job.pk)

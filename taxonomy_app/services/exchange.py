@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 
 from ..errors import CodebookError
 from ..formats import (
+    MAX_DEPTH,
     CategorySpec,
     CodebookSpec,
     FacetSpec,
@@ -96,7 +98,7 @@ def import_codebook(
     categories then continue those of the same code in the latest published version, so the
     diff shows what the file changed). The whole file is checked before anything is written;
     any error raises CodebookFormatError or CodebookError and writes nothing."""
-    spec = parse_codebook(load_document(data, fmt))
+    spec = parse_codebook(load_document(data, fmt, _max_depth()))
     with transaction.atomic():
         if codebook is None:
             version = create_codebook(
@@ -173,10 +175,14 @@ def _origins(base: CodebookVersion | None) -> dict[tuple[str, str], int]:
 
 def specs_equal(version: CodebookVersion, data: bytes | str, fmt: str = "auto") -> bool:
     """Whether a file holds exactly the content of `version` (changelog aside)."""
-    spec = parse_codebook(load_document(data, fmt))
+    spec = parse_codebook(load_document(data, fmt, _max_depth()))
     current = version_spec(version)
     return _without_changelog(spec) == _without_changelog(current)
 
 
 def _without_changelog(spec: CodebookSpec) -> CodebookSpec:
     return CodebookSpec(spec.name, spec.slug, spec.description, "", spec.facets, spec.rules)
+
+
+def _max_depth() -> int:
+    return getattr(settings, "CODEBOOK_MAX_DEPTH", MAX_DEPTH)

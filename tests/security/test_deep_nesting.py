@@ -1,0 +1,146 @@
+"""Deeply nested JSON and YAML, a few hundred KB that a parser would need gigabytes for, is
+refused before it is parsed: issue files (in the formats and as an import job), codebook files
+on every codebook route, and API bodies. Each message names the position and the limit, and
+nothing is written. The speed and memory figures are benchmarks/hostile_files.py's."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from annotator.issues.formats import ImportFormatError, iter_records
+from annotator.issues.models import ImportJob, Issue
+from annotator.jobs import memory_budget
+from annotator.json_depth import DepthScan, TooDeep
+from annotator.studies.models import Study
+from taxonomy_app.formats import CodebookFormatError, load_document
+from tests.issues.test_import_jobs import upload, wait_for
+from tests.issues.test_import_service import rest_issue
+from tests.security import test_uploads
+from tests.security.test_uploads import BY_KIND, Route, send, state
+
+world = test_uploads.world  # the upload tests' fixture: an importer, their clients, MEDIA_ROOT
+
+NESTED = b"[" * 200_000  # the reviewed file: 200 KB of "["
+
+
+def nested_raw(depth: int) -> dict[str, Any]:
+    """A REST issue whose raw data nests `depth` levels in all (the array and issue count)."""
+    value: Any = 1
+    for _ in range(depth - 2):
+        value = [value]
+    return rest_issue(1, extra=value)
+
+
+# --- the scan ------------------------------------------------------------------------------------
+
+
+def test_brackets_inside_strings_and_escapes_do_not_count():
+    scan = DepthScan(2)
+    for chunk in (b'[{"a": "[[[\\', b'"[[[", "b\\\\"', b', "]]]]"}]'):  # an escape split in two
+        scan.feed(chunk)
+    assert scan.depth == 0
+
+
+def test_the_scan_names_the_byte_past_the_limit():
+    with pytest.raises(TooDeep) as caught:
+        DepthScan(3).feed(b'[{"a": [[1]]}]')
+    assert (caught.value.offset, caught.value.limit) == (8, 3)
+
+
+# --- issue files -------------------------------------------------------------------------------
+
+
+def test_a_file_of_nested_brackets_is_refused_naming_the_byte_and_the_limit():
+    # Within 256 MB more (format detection alone once took 10 GB for this file).
+    with pytest.raises(ImportFormatError) as caught, memory_budget(256):
+        list(iter_records(io.BytesIO(NESTED)))
+    assert str(caught.value) == "JSON is nested deeper than the limit of 64 levels at byte 64"
+
+
+def test_an_issue_nested_to_the_limit_is_read_and_one_level_more_is_refused():
+    records = list(iter_records(io.BytesIO(json.dumps([nested_raw(64)]).encode())))
+    assert [record.number for record in records] == [1]
+    with pytest.raises(ImportFormatError, match="deeper than the limit of 64 levels at byte"):
+        list(iter_records(io.BytesIO(json.dumps([nested_raw(65)]).encode())))
+
+
+def test_a_jsonl_line_nested_too_deeply_is_refused_naming_line_and_column():
+    data = json.dumps(rest_issue(1)).encode() + b"\n" + b"{" + b'"a":[' * 100_000 + b"\n"
+    with pytest.raises(ImportFormatError) as caught:
+        list(iter_records(io.BytesIO(data), max_depth=10))
+    assert str(caught.value) == (
+        "line 2: JSON is nested deeper than the limit of 10 levels at column 51"
+    )
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_an_import_job_of_nested_brackets_fails_with_the_message_and_writes_nothing(
+    celery_worker_process,
+):
+    job, _ = wait_for(upload("issues.json", NESTED))
+
+    assert job.status == ImportJob.Status.FAILED
+    assert job.error == "JSON is nested deeper than the limit of 64 levels at byte 64"
+    assert Issue.objects.count() == 0
+
+
+def test_a_memory_budget_turns_a_runaway_allocation_into_memory_error():
+    with pytest.raises(MemoryError), memory_budget(64):
+        bytearray(512 * 2**20)
+    assert len(bytearray(512 * 2**20)) == 512 * 2**20  # the limit is gone afterwards
+
+
+# --- codebook files --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[" * 100_000, "not valid YAML at line 1, column 33: nested deeper than the limit of 32"),
+        (
+            "a:\n" + "".join("  " * n + "b:\n" for n in range(1, 40)) + "  " * 40 + "c",
+            "not valid YAML at line 33, column 65: nested deeper than the limit of 32",
+        ),
+        (
+            '{"a": ' + "[" * 100_000,
+            "not valid JSON at line 1, column 38: nested deeper than the limit of 32",
+        ),
+    ],
+    ids=["yaml-flow", "yaml-block", "json"],
+)
+def test_a_deep_codebook_file_is_refused_naming_line_column_and_limit(text, message):
+    with pytest.raises(CodebookFormatError) as caught:
+        load_document(text)
+    assert str(caught.value) == message + " levels"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("route", BY_KIND["codebook"], ids=lambda r: r.name)
+def test_a_deep_yaml_codebook_is_refused_on_every_route(world, route: Route) -> None:
+    before = state(world)
+    response = send(world, route, "codebook.yaml", b"codebook: " + b"[" * 100_000)
+    assert response.status_code == 400
+    body = response.json() if route.api else response.context["form"].errors
+    assert "nested deeper than the limit of 32 levels" in json.dumps(body)
+    assert state(world) == before
+
+
+# --- API bodies ------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_deep_json_api_body_is_a_400_naming_the_limit(world) -> None:
+    body = b'{"name": "x", "a": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"
+    url = reverse("api-study-create")
+    response = world["api"].post(url, body, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json() == {
+        "detail": "JSON parse error - nested deeper than the limit of 64 levels at byte 82"
+    }
+    assert Study.objects.count() == 0
