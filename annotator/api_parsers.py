@@ -22,7 +22,7 @@ class DepthLimitedJSONParser(JSONParser):
         media_type: str | None = None,
         parser_context: Mapping[str, Any] | None = None,
     ) -> Any:
-        body = stream.read()  # the request body, already capped by DATA_UPLOAD_MAX_MEMORY_SIZE
+        body = stream.read()  # whole, as json.load would read it
         try:
             check_depth(body, settings.API_MAX_DEPTH)
         except TooDeep as error:
