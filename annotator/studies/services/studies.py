@@ -19,7 +19,7 @@ from taxonomy_app.models import CodebookVersion
 
 from .. import sql
 from ..errors import StudyError
-from ..models import Assignment, Invitation, Item, Membership, Round, Study
+from ..models import Annotation, Assignment, Invitation, Item, Membership, Round, Study
 
 Role = Membership.Role
 
@@ -62,7 +62,8 @@ def update_study(
     overlap_k: int,
     route_unsure_to_adjudication: bool | None = None,
 ) -> Study:
-    """Rename the study, rewrite its guidelines, change k for items not yet full, or turn
+    """Rename the study, rewrite its guidelines, change k while no open main round has a
+    submitted label (StudyError naming the round otherwise), or turn
     the routing of unsure labels to adjudication on or off (None: kept as it is). A change of
     the routing applies the decision rules again at once to the complete items no person
     decided: on, an agreed item with an unsure label loses its automatic decision and waits in
@@ -72,12 +73,14 @@ def update_study(
     if overlap_k < 1:
         raise StudyError("field 'overlap_k': each item needs at least one annotator")
     # What is stored, not the instance: a ModelForm has already set the new value on it.
-    stored = (
+    stored, stored_k = (
         Study.objects.select_for_update()
         .filter(pk=study.pk)
-        .values_list("route_unsure_to_adjudication", flat=True)
+        .values_list("route_unsure_to_adjudication", "overlap_k")
         .get()
     )
+    if overlap_k != stored_k:
+        _refuse_k_change_after_labels(study, stored_k)
     route = stored if route_unsure_to_adjudication is None else bool(route_unsure_to_adjudication)
     study.name, study.guidelines, study.overlap_k = name.strip(), guidelines, overlap_k
     study.route_unsure_to_adjudication = route
@@ -90,6 +93,28 @@ def update_study(
     if route != stored:
         reapply_decision_rules(study=study)
     return study
+
+
+def _refuse_k_change_after_labels(study: Study, k: int) -> None:
+    """k may change only while no open main round holds a submitted label: a new k on labelled
+    items would leave some complete without a decision or "unanimous" on fewer labels than k.
+    Closed rounds keep their quotas whatever k becomes."""
+    labelled = (
+        Annotation.objects.filter(
+            status=Annotation.Status.SUBMITTED,
+            assignment__item__study=study,
+            assignment__item__round__kind=Round.Kind.MAIN,
+            assignment__item__round__closed_at=None,
+        )
+        .values_list("assignment__item__round__number", flat=True)
+        .first()
+    )
+    if labelled is not None:
+        raise StudyError(
+            f"field 'overlap_k': round {labelled} already has submitted labels with k = {k}; "
+            "k changes only before labeling starts (close the round and add a new one for "
+            "another k)"
+        )
 
 
 @transaction.atomic
