@@ -17,7 +17,7 @@ from annotator.exports.prior import PROPOSE, import_prior_labels
 from annotator.exports.spreadsheets import inspect_workbook
 from annotator.studies.models import Annotation, AnnotationLabel, Item, Membership, Study
 from annotator.studies.services import add_member
-from tests.exports.test_prior_import import MAPPING, seed_like, sheet_codebook
+from tests.exports.test_prior_import import MAPPING, import_round1, seed_like, sheet_codebook
 from tests.exports.test_spreadsheets import COLUMNS, FINAL_COLUMNS, RATERS, ROUND1, URL_656
 from tests.factories import UserFactory
 
@@ -201,14 +201,7 @@ def test_a_bad_mapping_or_target_is_refused(owner):
 @pytest.mark.parametrize("role", ["annotator", "adjudicator", "outsider"])
 def test_only_an_owner_imports_into_an_existing_study(owner, role):
     version = sheet_codebook(owner)
-    study = import_prior_labels(
-        path=ROUND1,
-        mapping=MAPPING,
-        choices={},
-        user=owner,
-        study_name="T",
-        codebook_version=version,
-    ).study
+    study = import_round1(owner, version).study
     person = UserFactory(username="someone")
     if role != "outsider":
         add_member(study=study, user=person, role=role)

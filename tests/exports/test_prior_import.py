@@ -62,6 +62,18 @@ def sheet_codebook(owner):  # type: ignore[no-untyped-def]
     return import_codebook(data=json.dumps(document), fmt="json", publish=True, user=owner)
 
 
+def import_round1(owner, version):  # type: ignore[no-untyped-def]
+    """The TOSEM round-1 workbook imported with MAPPING into a new study "T"."""
+    return import_prior_labels(
+        path=ROUND1,
+        mapping=MAPPING,
+        choices={},
+        user=owner,
+        study_name="T",
+        codebook_version=version,
+    )
+
+
 @pytest.fixture
 def owner(db):  # type: ignore[no-untyped-def]
     return UserFactory(username="owner")
@@ -191,14 +203,7 @@ def test_a_mapping_to_no_such_category_is_refused(owner) -> None:  # type: ignor
 
 def test_the_same_round_imported_twice_makes_two_closed_rounds_kept_apart(owner) -> None:  # type: ignore[no-untyped-def]
     version = sheet_codebook(owner)
-    first = import_prior_labels(
-        path=ROUND1,
-        mapping=MAPPING,
-        choices={},
-        user=owner,
-        study_name="T",
-        codebook_version=version,
-    )
+    first = import_round1(owner, version)
     second = import_prior_labels(
         path=ROUND1, mapping=MAPPING, choices={}, user=owner, study=first.study
     )
@@ -249,14 +254,7 @@ def test_a_key_that_is_not_an_issue_url_is_refused(owner, tmp_path: Path) -> Non
 
 def test_a_new_member_leaves_an_imported_round_as_it_was(owner) -> None:  # type: ignore[no-untyped-def]
     version = sheet_codebook(owner)
-    result = import_prior_labels(
-        path=ROUND1,
-        mapping=MAPPING,
-        choices={},
-        user=owner,
-        study_name="T",
-        codebook_version=version,
-    )
+    result = import_round1(owner, version)
     assert result.round.closed_reason == "imported"
 
     def state() -> tuple[list[tuple[int, int, int, int]], int, float | None]:
