@@ -436,7 +436,9 @@
   document.addEventListener("visibilitychange", function () { if (document.visibilityState === "hidden") flush(); });
   window.addEventListener("pagehide", flush);
   // After settle, not after swap: htmx puts the old attributes on elements that keep their id
-  // and restores the new ones 20 ms later (its settle step), which would wipe the class set here.
+  // and restores the new ones in its settle step, which would wipe the class set here. The form
+  // swaps with settle:0ms, so the settle runs in the same task as the swap: a key typed the
+  // moment a refusal arrives waits for this and lands on the facet it shows.
   document.body.addEventListener("htmx:afterSettle", function () {
     // The form came back with errors: go to the first facet that needs attention.
     var all = facets();
