@@ -21,6 +21,7 @@ from annotator.studies.access import MANAGERS, SEE_ALL, membership_or_404
 from annotator.studies.models import Item, Membership, Round
 
 from . import stats
+from .discussion import after_discussion
 from .labels import load_label_table
 from .models import AgreementRun, CalibrationPass
 from .report import facet_view, label_text, method_sentences, trend_chart
@@ -71,6 +72,7 @@ def _render_report(
         "trend": trend_chart(latest, threshold),
         "passed_runs": {p.run_id for p in passes.values()},
         "passed": passes.get(run.round_id) if run and run.round_id else None,
+        "after_discussion": after_discussion(study),
     }
     if run is not None and run.result:
         context["facets"] = [facet_view(f, threshold) for f in run.result["facets"]]

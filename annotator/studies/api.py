@@ -140,6 +140,17 @@ class AssignmentOutput(serializers.Serializer):
         help_text="keys of the facets marked unsure in its draft or submitted annotation"
     )
 
+    revision = serializers.JSONField(
+        source="annotation.revision",
+        read_only=True,
+        allow_null=True,
+        help_text=(
+            "labels submitted after the item was released for discussion, beside the blind "
+            "labels agreement reads: {labels: {facet key: [codes]}, unsure, notes, at, count}; "
+            "null until then"
+        ),
+    )
+
     def get_unsure(self, assignment: Assignment) -> list[str]:
         return unsure_of(assignment)
 
@@ -185,6 +196,14 @@ class AnnotationOutput(serializers.Serializer):
     labels = serializers.SerializerMethodField()
     unsure = serializers.ListField(
         child=serializers.CharField(), help_text="keys of the facets marked unsure"
+    )
+    revision = serializers.JSONField(
+        read_only=True,
+        allow_null=True,
+        help_text=(
+            "after the item was released for discussion: the labels submitted since, beside "
+            "the blind `labels` (which agreement reads); null until then"
+        ),
     )
 
     def get_labels(self, annotation: Annotation) -> dict[str, list[str]]:

@@ -420,6 +420,12 @@ class Annotation(models.Model):
     # order. A list on the row rather than a table of its own: a backup made before it restores
     # with the default (annotator/backup/schema.py), where a new table would be refused.
     unsure = models.JSONField(default=list, blank=True)
+    # What the annotator submitted after the item was released for discussion, beside the blind
+    # labels (the AnnotationLabel rows, which stay as first submitted and are what agreement,
+    # the queue, decisions and exports read): {"labels": {facet key: [codes]}, "unsure": [keys],
+    # "notes": text, "at": ISO time, "count": revisions so far}; None until then. Codes, not
+    # ids, and on the row for the same reason as `unsure`: a backup made before it restores.
+    revision = models.JSONField(null=True, blank=True, default=None)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     submitted_at = models.DateTimeField(null=True, blank=True)

@@ -91,6 +91,12 @@ def annotation_snapshot(
     }
     if annotation.unsure:  # only when marked: earlier snapshots, without the key, stay equal
         snapshot["unsure"] = list(annotation.unsure)
+    if annotation.revision:  # after discussion, beside the blind labels (likewise)
+        snapshot["revision"] = {
+            k: annotation.revision[k]
+            for k in ("labels", "unsure", "notes")
+            if k in annotation.revision
+        }
     return snapshot
 
 

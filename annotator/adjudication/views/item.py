@@ -81,6 +81,7 @@ def _page_context(request: HttpRequest, item: Item, membership: Membership) -> d
         "membership": membership,
         "issue": item.issue,
         "annotations": annotations,
+        "revised": any(a.revision for a in annotations),
         "rows": rows,
         "decision": decision,
         "form": _decision_form(item, rows, decision),

@@ -17,7 +17,7 @@ from taxonomy_app.services import create_proposal
 from .. import sql
 from ..codebook import CodebookSchema, codebook_schema
 from ..errors import LabelErrors, StudyError, UnsureError
-from ..models import Annotation, Assignment
+from ..models import Annotation, Assignment, Item
 from .assignment import lock_assignment, reclaim_if_expired
 from .studies import close_round_when_complete
 
@@ -67,8 +67,9 @@ def submit_annotation(
     facet at most one, and every category must be an active one of the study's codebook
     version (else LabelErrors, by facet key, and nothing is written); every key of `unsure`
     (the facets the annotator marks unsure) a facet of it (else UnsureError, nothing written).
-    Submitting again updates the same annotation. The item's submitted counter is bounded by
-    its quota in the database."""
+    Submitting again updates the same annotation, until the item is released for discussion:
+    from then on a submit is a revision beside the blind labels (`_revise`). The item's
+    submitted counter is bounded by its quota in the database."""
     assignment = lock_assignment(assignment, user)
     if assignment.status == Status.SKIPPED:
         raise StudyError("this item was skipped")
@@ -79,6 +80,8 @@ def submit_annotation(
     keys = _unsure_keys(schema, assignment, unsure)
     reclaim_if_expired(assignment)
     first_submit = assignment.status != Status.SUBMITTED
+    if not first_submit and _released(assignment.item_id):
+        return _revise(assignment, user, schema.codes(rows), keys, notes)
     annotation = _write(assignment, rows, notes, seconds_spent, Annotation.Status.SUBMITTED, keys)
     # A re-submit may change an automatic decision: the rules run again on every one of them.
     completes = not first_submit
@@ -92,6 +95,37 @@ def submit_annotation(
     record_change(annotation=annotation, user=user, labels=schema.codes(rows), first=first_submit)
     if completes:
         decide_item_if_complete(item=assignment.item, schema=schema)
+    return annotation
+
+
+def _released(item_id: int) -> bool:
+    """The item is open for discussion (a re-submit only: a first submit is blind)."""
+    return Item.objects.filter(pk=item_id, released_at__isnull=False).exists()
+
+
+def _revise(
+    assignment: Assignment,
+    user: Any,
+    labels: dict[str, list[str]],
+    unsure: list[str],
+    notes: str,
+) -> Annotation:
+    """A submit after the item was released for discussion: the annotator has read the others'
+    labels, so the blind labels stay as they are (agreement, the queue, the decision and the
+    exports keep reading them) and the new labels are the annotation's revision, recorded in
+    the item's history. The post-discussion agreement reads the revisions."""
+    annotation = Annotation.objects.select_for_update().get(assignment=assignment)
+    count = (annotation.revision or {}).get("count", 0)
+    annotation.revision = {
+        "labels": labels,
+        "unsure": unsure,
+        "notes": notes.strip(),
+        "at": timezone.now().isoformat(),
+        "count": count + 1,
+    }
+    annotation.save(update_fields=["revision", "updated_at"])
+    annotation.assignment = assignment
+    record_change(annotation=annotation, user=user)
     return annotation
 
 

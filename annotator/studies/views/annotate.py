@@ -88,13 +88,28 @@ def _annotation(assignment: Assignment) -> Annotation | None:
 
 
 def _saved_labels(assignment: Assignment) -> dict[int, list[int]]:
+    """The annotation's labels: after discussion, its revision (the blind labels stay apart)."""
     annotation = _annotation(assignment)
-    return {} if annotation is None else sql.annotation_labels(annotation.pk)
+    if annotation is None:
+        return {}
+    if annotation.revision:
+        schema = codebook_schema(assignment.item.study.codebook_version)
+        codes = annotation.revision["labels"]
+        return {
+            f.id: [c.id for c in f.categories if c.code in codes.get(f.key, ())]
+            for f in schema.facets
+            if f.key in codes
+        }
+    return sql.annotation_labels(annotation.pk)
 
 
 def _saved_unsure(assignment: Assignment) -> list[str]:
     annotation = _annotation(assignment)
-    return [] if annotation is None else list(annotation.unsure)
+    if annotation is None:
+        return []
+    if annotation.revision:
+        return list(annotation.revision.get("unsure", []))
+    return list(annotation.unsure)
 
 
 def _form_context(
@@ -115,6 +130,8 @@ def _form_context(
         "facets_html": facets_html(schema, labels, errors, propose_url, unsure),
         "errors": errors,
         "changed_since_labeled": bool(changed and submitted_at and changed > submitted_at),
+        # A re-submit now is a revision beside the blind labels (services.submit_annotation).
+        "revising": bool(assignment.item.released_at and annotation and annotation.submitted_at),
     }
 
 
