@@ -170,7 +170,7 @@ class VersionDiffApi(generics.GenericAPIView):
     queryset = CodebookVersion.objects.select_related("codebook", "based_on")
 
     def get(self, request: Request, pk: int) -> Response:
-        diff = services.diff_version(version=self.get_object())
+        diff = services.diff_version(version=self.get_object(), viewer=request.user)
         data = s.DiffOutput(diff).data
         return Response({**data, "summary": diff.summary()})
 

@@ -33,8 +33,11 @@ class SubmittedLabels:
 
 
 class LabelUsage(Protocol):
-    def count_labels(self, category_ids: Collection[int]) -> dict[int, int]:
-        """How many labels use each of these categories (ids missing from the result: 0)."""
+    def count_labels(self, category_ids: Collection[int], *, viewer: Any) -> dict[int, int]:
+        """How many submitted labels use each of these categories (ids missing from the
+        result: 0), counted in the studies `viewer` owns only (staff: in every study); drafts
+        are never counted. Anyone else gets {}: counts are for the owners of the studies
+        they come from."""
         ...
 
     def labels_using(self, category_id: int) -> list[Hashable]:
@@ -54,7 +57,7 @@ class LabelUsage(Protocol):
 class NoLabelUsage:
     """What taxonomy_app assumes while no app stores labels: none use anything."""
 
-    def count_labels(self, category_ids: Collection[int]) -> dict[int, int]:
+    def count_labels(self, category_ids: Collection[int], *, viewer: Any) -> dict[int, int]:
         return {}
 
     def labels_using(self, category_id: int) -> list[Hashable]:

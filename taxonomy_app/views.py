@@ -201,7 +201,7 @@ def version_publish(request: HttpRequest, pk: int) -> HttpResponse:
         else:
             messages.success(request, f"Published v{version.number}. This is what changed.")
             return redirect("taxonomy:diff", pk=version.pk)
-    diff = services.diff_version(version=version)
+    diff = services.diff_version(version=version, viewer=request.user)
     status = 400 if form.errors else 200
     context = {"version": version, "diff": diff, "form": form}
     return render(request, "taxonomy_app/version_publish.html", context, status=status)
@@ -227,7 +227,7 @@ def version_diff(request: HttpRequest, pk: int) -> HttpResponse:
     version = get_object_or_404(
         CodebookVersion.objects.select_related("codebook", "based_on"), pk=pk
     )
-    diff = services.diff_version(version=version)
+    diff = services.diff_version(version=version, viewer=request.user)
     context = {
         "version": version,
         "diff": diff,

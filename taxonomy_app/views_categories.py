@@ -225,7 +225,8 @@ def category_action(request: HttpRequest, pk: int, action: str) -> HttpResponse:
             messages.success(request, message)
             return _back(category)
     origin = category.origin_id
-    labels = label_usage().count_labels([origin]).get(origin, 0) if origin else 0
+    counts = label_usage().count_labels([origin], viewer=request.user) if origin else {}
+    labels = counts.get(origin, 0) if origin else 0
     context = {"category": category, "action": action, "spec": spec, "form": form}
     context["labels"] = labels
     status = 400 if form.errors else 200

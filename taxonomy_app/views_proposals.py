@@ -43,7 +43,7 @@ def proposal_list(request: HttpRequest, pk: int) -> HttpResponse:
     ]
     context = {
         "codebook": codebook,
-        "counts": services.proposal_counts(codebook=codebook),
+        "counts": services.proposal_counts(codebook=codebook, viewer=request.user),
         "open": open_,
         "resolved": [p for p in proposals if p.status != "open"],
         "form": form,

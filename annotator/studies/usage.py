@@ -17,15 +17,23 @@ from .models import Annotation, AnnotationLabel, Membership
 
 class StudyLabelUsage:
     """Counts, lists and moves annotators' labels for taxonomy_app (diffs, merges, splits and
-    carrying labels over to a newly published version)."""
+    carrying labels over to a newly published version). Counts and lists shown to a person
+    are of the studies they own only."""
 
-    def count_labels(self, category_ids: Collection[int]) -> dict[int, int]:
-        rows = (
-            AnnotationLabel.objects.filter(category_id__in=list(category_ids))
-            .values("category_id")
-            .annotate(n=Count("pk"))
-            .order_by()
+    def count_labels(self, category_ids: Collection[int], *, viewer: Any) -> dict[int, int]:
+        """Submitted labels per category in the studies `viewer` owns (staff: every study);
+        drafts never count, and a viewer who owns no study gets {}."""
+        if not getattr(viewer, "is_authenticated", False):
+            return {}
+        labels = AnnotationLabel.objects.filter(
+            category_id__in=list(category_ids), annotation__status=Annotation.Status.SUBMITTED
         )
+        if not viewer.is_staff:
+            owned = Membership.objects.filter(user=viewer, role=Membership.Role.OWNER)
+            labels = labels.filter(
+                annotation__assignment__item__study_id__in=owned.values("study_id")
+            )
+        rows = labels.values("category_id").annotate(n=Count("pk")).order_by()
         return {row["category_id"]: row["n"] for row in rows}
 
     def labels_using(self, category_id: int) -> list[Hashable]:

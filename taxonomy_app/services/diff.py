@@ -104,9 +104,11 @@ def _describe(change: CategoryChange) -> str:
     return text + (f" — {change.labels} labels" if change.labels else "")
 
 
-def diff_version(*, version: CodebookVersion) -> VersionDiff:
+def diff_version(*, version: CodebookVersion, viewer: Any = None) -> VersionDiff:
     """Compare `version` with its base: facets by key, categories by origin. The label counts
-    (through TAXONOMY_LABEL_USAGE) are of the base's categories each change touches."""
+    (through TAXONOMY_LABEL_USAGE) are of the base's categories each change touches, and are
+    the submitted labels of the studies `viewer` owns (staff: all); without a viewer (e.g. the
+    changelog written at publishing, which everyone reads) every count is 0."""
     base = version.based_on
     diff = VersionDiff(version=version, base=base)
     _diff_facets(diff)
@@ -126,7 +128,8 @@ def diff_version(*, version: CodebookVersion) -> VersionDiff:
         _classify(diff, category, operations.get(category.pk), split_made)
     if base is not None:
         _find_removed(diff, base, {c.origin_id for c in categories})
-    _count_labels(diff)
+    if viewer is not None:
+        _count_labels(diff, viewer)
     _diff_rules(diff)
     return diff
 
@@ -197,8 +200,9 @@ def _find_removed(diff: VersionDiff, base: CodebookVersion, kept: set[int | None
         diff.removed.append(CategoryChange(category, category))
 
 
-def _count_labels(diff: VersionDiff) -> None:
+def _count_labels(diff: VersionDiff, viewer: Any) -> None:
     changes = [c for name in diff.SECTIONS for c in getattr(diff, name) if c.before is not None]
-    counts = label_usage().count_labels({c.before.pk for c in changes if c.before})
+    befores = {c.before.pk for c in changes if c.before}
+    counts = label_usage().count_labels(befores, viewer=viewer)
     for change in changes:
         change.labels = counts.get(change.before.pk, 0) if change.before else 0

@@ -128,22 +128,26 @@ class FacetProposalCounts:
         return self.open + self.accepted + self.mapped + self.rejected
 
 
-def proposal_counts(*, codebook: Codebook) -> list[FacetProposalCounts]:
+def proposal_counts(*, codebook: Codebook, viewer: Any) -> list[FacetProposalCounts]:
     """Per facet of the latest version: proposals by status (over all versions) and how many
-    labels use an "other" category (code `other` or ending in `-other`)."""
+    submitted labels use an "other" category (code `other` or ending in `-other`). As the
+    proposals page lists them: the codebook's owners count every proposal, anyone else their
+    own; "other" labels are counted in the studies `viewer` owns only (staff: all)."""
     version = codebook.latest_published() or codebook.draft()
     if version is None:
         return []
+    proposals = Proposal.objects.filter(facet__version__codebook=codebook)
+    if not codebook.can_edit(viewer):
+        mine = getattr(viewer, "is_authenticated", False)
+        proposals = proposals.filter(proposed_by=viewer.pk) if mine else proposals.none()
     by_status = {
         (row["facet__key"], row["status"]): row["n"]
-        for row in Proposal.objects.filter(facet__version__codebook=codebook)
-        .values("facet__key", "status")
-        .annotate(n=Count("pk"))
+        for row in proposals.values("facet__key", "status").annotate(n=Count("pk"))
     }
     others = Category.objects.filter(OTHER_CODES, facet__version=version).values_list(
         "pk", "facet__key"
     )
-    usage = label_usage().count_labels([pk for pk, _ in others])
+    usage = label_usage().count_labels([pk for pk, _ in others], viewer=viewer)
     other_by_facet: dict[str, int] = {}
     for pk, key in others:
         other_by_facet[key] = other_by_facet.get(key, 0) + usage.get(pk, 0)

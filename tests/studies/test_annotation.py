@@ -136,10 +136,10 @@ def test_label_usage_hook_counts_lists_and_moves_labels(world):
     hang, oom = world.category("symptom", "hang"), world.category("symptom", "oom")
     usage = label_usage()
     assert isinstance(usage, StudyLabelUsage)
-    assert usage.count_labels([hang.pk, oom.pk]) == {hang.pk: 1}
+    assert usage.count_labels([hang.pk, oom.pk], viewer=world.owner) == {hang.pk: 1}
     assert len(usage.labels_using(hang.pk)) == 1
     assert usage.relabel({hang.pk: oom.pk}) == 1
-    assert usage.count_labels([hang.pk, oom.pk]) == {oom.pk: 1}
+    assert usage.count_labels([hang.pk, oom.pk], viewer=world.owner) == {oom.pk: 1}
 
 
 def test_selection_records_filters_counts_and_seed_and_is_reproducible():

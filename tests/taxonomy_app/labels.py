@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Hashable, Mapping
+from typing import Any
 
 LABELS: dict[str, int] = {}
 
 
 class MemoryLabelUsage:
-    def count_labels(self, category_ids: Collection[int]) -> dict[int, int]:
+    def count_labels(self, category_ids: Collection[int], *, viewer: Any) -> dict[int, int]:
+        """Every label counts, for a signed-in viewer (the store has no studies to own)."""
+        if not getattr(viewer, "is_authenticated", False):
+            return {}
         counts: dict[int, int] = {}
         for category in LABELS.values():
             if category in category_ids:

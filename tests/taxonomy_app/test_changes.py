@@ -96,7 +96,7 @@ def test_split_needs_two_targets(draft):
         services.split_category(source=category(draft, "symptom", "hang"), names=["Only one"])
 
 
-def test_published_category_is_archived_not_deleted(v1, draft, labels):
+def test_published_category_is_archived_not_deleted(v1, draft, labels, owner):
     labels["l1"] = category(v1, "symptom", "slow").pk
     slow = category(draft, "symptom", "slow")
 
@@ -106,7 +106,7 @@ def test_published_category_is_archived_not_deleted(v1, draft, labels):
 
     slow.refresh_from_db()
     assert slow.archived and Category.objects.filter(pk=slow.pk).exists()
-    assert [c.labels for c in services.diff_version(version=draft).archived] == [1]
+    assert [c.labels for c in services.diff_version(version=draft, viewer=owner).archived] == [1]
 
 
 def test_category_added_in_the_draft_can_be_deleted(draft):
@@ -151,13 +151,13 @@ def test_move_to_another_facet_is_refused(draft):
         )
 
 
-def test_move_and_rename_are_recorded_and_shown_in_the_diff(draft, v1, labels):
+def test_move_and_rename_are_recorded_and_shown_in_the_diff(draft, v1, labels, owner):
     labels["l"] = category(v1, "symptom", "slow").pk
     slow = category(draft, "symptom", "slow")
     services.move_category(category=slow, parent=category(draft, "symptom", "failure"))
     services.update_category(category=slow, name="Too slow")
 
-    diff = services.diff_version(version=draft)
+    diff = services.diff_version(version=draft, viewer=owner)
 
     kinds = list(ChangeOperation.objects.filter(version=draft).values_list("kind", flat=True))
     assert kinds == ["move", "rename"]
@@ -176,7 +176,7 @@ def test_reorder_swaps_neighbours(draft):
     assert [c.code for c in children] == ["oom", "hang", "crash"]
 
 
-def test_diff_lists_every_kind_of_change_with_label_counts(v1, draft, labels):
+def test_diff_lists_every_kind_of_change_with_label_counts(v1, draft, labels, owner):
     labels.update(
         {
             "h": category(v1, "symptom", "hang").pk,
@@ -192,7 +192,7 @@ def test_diff_lists_every_kind_of_change_with_label_counts(v1, draft, labels):
     services.split_category(source=category(draft, "symptom", "oom"), names=["GPU OOM", "Host OOM"])
     services.archive_category(category=category(draft, "fix", "version"))
 
-    diff = services.diff_version(version=draft)
+    diff = services.diff_version(version=draft, viewer=owner)
 
     assert diff.counts() == {
         "added": 1,
@@ -210,8 +210,8 @@ def test_diff_lists_every_kind_of_change_with_label_counts(v1, draft, labels):
     assert "merged symptom/hang into crash — 1 labels" in diff.summary()
 
 
-def test_default_hook_reports_no_labels(v1, draft):
+def test_default_hook_reports_no_labels(v1, draft, owner):
     result = services.split_category(source=category(draft, "symptom", "hang"), names=["A", "B"])
 
     assert result.affected_labels == []
-    assert services.diff_version(version=draft).split[0].labels == 0
+    assert services.diff_version(version=draft, viewer=owner).split[0].labels == 0

@@ -81,7 +81,7 @@ def test_proposal_needs_a_name(v1):
         services.create_proposal(facet=v1.facets.first(), name=" ")
 
 
-def test_counts_per_facet_include_proposals_and_other_labels(v1, proposal, labels):
+def test_counts_per_facet_include_proposals_and_other_labels(v1, proposal, labels, owner):
     services.create_proposal(facet=v1.facets.get(key="symptom"), name="Second")
     services.create_proposal(facet=v1.facets.get(key="fix"), name="Third")
     services.reject_proposal(proposal=proposal, reason="No.")
@@ -89,7 +89,7 @@ def test_counts_per_facet_include_proposals_and_other_labels(v1, proposal, label
         {"a": category(v1, "symptom", "other").pk, "b": category(v1, "symptom", "other").pk}
     )
 
-    counts = {c.facet.key: c for c in services.proposal_counts(codebook=v1.codebook)}
+    counts = {c.facet.key: c for c in services.proposal_counts(codebook=v1.codebook, viewer=owner)}
 
     symptom = counts["symptom"]
     assert (symptom.open, symptom.rejected, symptom.total, symptom.other_labels) == (1, 1, 2, 2)
