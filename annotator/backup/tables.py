@@ -255,6 +255,10 @@ NOT_ARCHIVED = {
     "backup.backupjob": "the backups themselves: a record of making or restoring an archive",
     "issues.syncstate": "where the GitHub sync of a repository stands: the server's, not a study's",
     "issues.syncjob": "a run of the GitHub sync of a repository: the server's, not a study's",
+    "issues.issuerevision": (
+        "earlier texts of shared issues replaced by imports and syncs: the server's record of "
+        "its corpus, not a study's (an archive carries the issues' texts as they are)"
+    ),
 }
 
 

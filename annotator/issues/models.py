@@ -6,6 +6,7 @@ import urllib.parse
 from collections.abc import Mapping
 from datetime import date
 
+from django.conf import settings
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVectorField
 from django.db import connection, models
 from django.db.models import F, Q
@@ -336,3 +337,33 @@ class SyncJob(Job):
             f"updated {self.comments_updated}, unchanged {self.comments_unchanged}; "
             f"skipped {self.skipped}"
         )
+
+
+class IssueRevision(models.Model):
+    """The text an issue had before an import or a sync replaced it, kept when a study holds
+    the issue: an annotator who labeled it before the change keeps reading the text they
+    labeled, and the change is on record (when, by which import or sync, by whom)."""
+
+    class Source(models.TextChoices):
+        IMPORT = "import", "import"
+        SYNC = "sync", "GitHub sync"
+
+    issue = models.ForeignKey(Issue, on_delete=models.CASCADE, related_name="revisions")
+    title = models.TextField()
+    body = models.TextField(blank=True)
+    content_hash = models.CharField(max_length=64)
+    replaced_at = models.DateTimeField()
+    source = models.CharField(max_length=10, choices=Source.choices)
+    import_job = models.ForeignKey(
+        "ImportJob", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    replaced_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["issue_id", "replaced_at", "id"]
+        indexes = [models.Index(fields=["issue", "replaced_at"], name="issue_revision_time")]
+
+    def __str__(self) -> str:
+        return f"{self.issue_id} before {self.replaced_at:%Y-%m-%d %H:%M}"

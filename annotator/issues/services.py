@@ -55,13 +55,16 @@ def import_issues(
     max_bytes: int | None = None,
     on_progress: Callable[[ImportProgress], None] | None = None,
     index_for_search: bool = True,
+    job: ImportJob | None = None,
+    user: Any = None,
 ) -> ImportCounts:
     """Import a file of issues and/or comments; all of it or, on any error, nothing.
 
     Raises ImportFormatError (naming the record and field) for bad input. Identical duplicates
     are skipped; the same number with different content in one file is an error. Once the
     import has committed, the issues it wrote are indexed for search (see search.py) unless
-    `index_for_search` is false.
+    `index_for_search` is false. An issue a study holds whose title or body the file changes
+    keeps its earlier text as a revision, naming `job` and `user` (who imported it).
     """
     if repository:
         check_repository_name(repository, "--repo")
@@ -74,7 +77,9 @@ def import_issues(
         max_depth=settings.IMPORT_MAX_DEPTH,
         default_repository=repository,
     )
-    writer = RecordWriter()
+    if user is None and job is not None:
+        user = job.created_by
+    writer = RecordWriter(job=job, user=user)
     with transaction.atomic():
         read = 0
         for batch in _batched(records, BATCH_SIZE):
@@ -133,6 +138,7 @@ def _import_and_finish(job: ImportJob, stream: IO[bytes]) -> None:
             ImportJob, job.pk, records_read=p.records, bytes_read=p.bytes_read
         ),
         index_for_search=False,
+        job=job,
     )
     finished = finish_job(
         ImportJob,

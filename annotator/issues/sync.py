@@ -34,7 +34,15 @@ from annotator.jobs import claim_job, finish_job, job_heartbeat, report_progress
 
 from .formats import CommentRecord, ImportFormatError, IssueRecord, record_from_rest
 from .github import GitHubClient, GitHubError, Response, Wait
-from .models import Issue, IssueComment, Repository, RepositoryAlias, SyncJob, SyncState
+from .models import (
+    Issue,
+    IssueComment,
+    IssueRevision,
+    Repository,
+    RepositoryAlias,
+    SyncJob,
+    SyncState,
+)
 from .search import index_pending_issues
 from .sql import advisory_unlock, try_advisory_lock
 from .writer import ImportCounts, RecordWriter, check_repository_name, github_hosts
@@ -256,7 +264,9 @@ class _Run:
         ]
         self.objects_read += len(items)
         changed = _changed_issue_numbers(self.repository, records)
-        writer = RecordWriter(url_hosts=github_hosts(self.client.api_url))
+        writer = RecordWriter(
+            url_hosts=github_hosts(self.client.api_url), source=IssueRevision.Source.SYNC
+        )
         writer.write(records)
         _add_counts(self.report.issues if phase == Phase.ISSUES else self.report.comments, writer)
         if changed:

@@ -52,7 +52,12 @@ def issue_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(
         request,
         "issues/issue_detail.html",
-        {"issue": issue, "body_html": render_markdown(issue.body), "comments": comments},
+        {
+            "issue": issue,
+            "body_html": render_markdown(issue.body),
+            "comments": comments,
+            "revisions": issue.revisions.select_related("replaced_by").order_by("-replaced_at"),
+        },
     )
 
 

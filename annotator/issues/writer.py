@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
 
 from .bulk import ISSUE_COLUMNS, count_stored_comments, upsert_issue_rows
 from .formats import CommentRecord, ImportFormatError, IssueRecord
-from .models import KNOWN_RENAMES, Issue, IssueComment, Repository
+from .models import KNOWN_RENAMES, ImportJob, Issue, IssueComment, IssueRevision, Repository
 
 COMMENT_FIELDS = ["github_id", "author", "body", "created_at", "updated_at", "raw", "content_hash"]
 
@@ -76,8 +77,18 @@ class RecordWriter:
     with the largest issue number and not with the file.
     """
 
-    def __init__(self, *, url_hosts: frozenset[str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        url_hosts: frozenset[str] | None = None,
+        source: str = IssueRevision.Source.IMPORT,
+        job: ImportJob | None = None,
+        user: Any = None,
+    ) -> None:
         self.url_hosts = github_hosts() if url_hosts is None else url_hosts
+        # Who replaces the text of an issue a study holds: recorded with its revision.
+        self.source, self.job = source, job
+        self.user = user if getattr(user, "is_authenticated", False) else None
         self.counts = ImportCounts()
         self._repositories: dict[str, Repository] = {}
         self._written: dict[int, bytearray] = {}
@@ -119,6 +130,7 @@ class RecordWriter:
             by_key[key] = record
         existing = self._existing_issues(by_key)
         to_write = []
+        updated: dict[int, IssueRecord] = {}
         for key, record in by_key.items():
             repo_id, number = key
             stored = existing.get(key)
@@ -133,8 +145,48 @@ class RecordWriter:
                 continue
             else:
                 self.counts.updated += 1
+                updated[stored[0]] = record
             to_write.append(_issue_row(repo_id, record))
-        return upsert_issue_rows(to_write)
+        rewritten = self._keep_revisions(updated)
+        ids = upsert_issue_rows(to_write)
+        if rewritten:
+            Issue.objects.filter(pk__in=rewritten).update(changed_at=timezone.now())
+        return ids
+
+    def _keep_revisions(self, updated: dict[int, IssueRecord]) -> list[int]:
+        """Before the upsert: the issues whose title or body the batch changes, with the text
+        they had kept as a revision where a study holds them. Returns those issues' ids (the
+        "changed since labeled" mark follows them)."""
+        if not updated:
+            return []
+        now = timezone.now()
+        stored = Issue.objects.filter(pk__in=updated).values_list(
+            "pk", "title", "body", "content_hash"
+        )
+        changed = {
+            pk: (title, body, content_hash)
+            for pk, title, body, content_hash in stored
+            if (title, body) != (updated[pk].title, updated[pk].body)
+        }
+        held = set(
+            Issue.objects.filter(pk__in=changed, study_items__isnull=False)
+            .values_list("pk", flat=True)
+            .distinct()
+        )
+        IssueRevision.objects.bulk_create(
+            IssueRevision(
+                issue_id=pk,
+                title=changed[pk][0],
+                body=changed[pk][1],
+                content_hash=changed[pk][2],
+                replaced_at=now,
+                source=self.source,
+                import_job=self.job,
+                replaced_by=self.user,
+            )
+            for pk in sorted(held)
+        )
+        return sorted(changed)
 
     def _existing_issues(
         self, by_key: dict[tuple[int, int], IssueRecord]

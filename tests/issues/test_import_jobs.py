@@ -56,6 +56,12 @@ def test_worker_reports_progress_while_the_import_is_uncommitted(celery_worker_p
     assert partial, "the progress bar never moved before the import finished"
     assert partial == sorted(partial)
     assert Issue.objects.count() == 20_000
+    # The worker indexes the issues for search after the import commits; wait for it, or the
+    # database's flush after this test would race the indexer (a deadlock, seen under load).
+    deadline = time.monotonic() + 120
+    while Issue.objects.filter(search_vector__isnull=True).exists():
+        assert time.monotonic() < deadline, "the worker never indexed the imported issues"
+        time.sleep(0.2)
 
 
 def test_failed_job_records_the_error_and_writes_nothing(celery_worker_process):

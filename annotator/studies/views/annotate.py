@@ -19,6 +19,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from annotator.issues.models import IssueRevision
 from annotator.issues.rendering import markdown_html
 
 from .. import services, sql
@@ -57,9 +58,14 @@ def annotate(request: HttpRequest, assignment_id: int) -> HttpResponse:
     assignment = own_assignment_or_404(request.user, assignment_id)
     comments = sql.issue_comments(assignment.item.issue_id)
     context = _form_context(assignment, _saved_labels(assignment), {}, _saved_unsure(assignment))
+    issue = assignment.item.issue
+    labeled = _labeled_text(assignment) if context["changed_since_labeled"] else None
     context.update(
-        issue=assignment.item.issue,
-        body_html=markdown_html(assignment.item.issue.body),
+        issue=issue,
+        title=labeled.title if labeled else issue.title,
+        body_html=markdown_html(labeled.body if labeled else issue.body),
+        labeled_revision=labeled,
+        current_body_html=markdown_html(issue.body) if labeled else "",
         comments=[(c, markdown_html(c.body)) for c in comments],
         my_share=annotator_share(
             round_id=assignment.item.round_id, annotator=request.user, max_age=ROUND_SIZE_MAX_AGE
@@ -68,6 +74,21 @@ def annotate(request: HttpRequest, assignment_id: int) -> HttpResponse:
         **_guidelines(assignment),
     )
     return render(request, "studies/annotate.html", context)
+
+
+def _labeled_text(assignment: Assignment) -> IssueRevision | None:
+    """The issue's text when the annotator submitted their labels, if an import or a sync has
+    replaced it since (the first revision kept after the submit holds it)."""
+    annotation = _annotation(assignment)
+    if annotation is None or annotation.submitted_at is None:
+        return None
+    return (
+        IssueRevision.objects.filter(
+            issue_id=assignment.item.issue_id, replaced_at__gt=annotation.submitted_at
+        )
+        .order_by("replaced_at", "pk")
+        .first()
+    )
 
 
 def _guidelines(assignment: Assignment) -> dict[str, Any]:
