@@ -12,7 +12,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.http import FileResponse, Http404, HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -312,7 +311,9 @@ class PriorMappingInput(serializers.Serializer):
         child=serializers.CharField(),
         required=False,
         default=dict,
-        help_text="sheet → username of an existing account; default: an inactive placeholder",
+        help_text="not taken: each annotator of the workbook becomes a pseudonymous rater of "
+        "the study (s<study>-rater-<name>); staff link a rater to a person's account with their "
+        "consent (manage.py link_rater)",
     )
     values = serializers.DictField(
         child=serializers.DictField(child=serializers.CharField(allow_blank=True)),
@@ -327,6 +328,14 @@ class PriorMappingInput(serializers.Serializer):
     codebook_version = serializers.IntegerField(
         required=False, allow_null=True, default=None, help_text="a new study's published version"
     )
+
+    def validate_users(self, users: dict[str, str]) -> dict[str, str]:
+        if users:  # the same answer whatever the names: it tells nothing about accounts
+            raise serializers.ValidationError(
+                "imported annotators become pseudonymous raters of the study; staff link a "
+                "rater to an account with its owner's consent (manage.py link_rater)"
+            )
+        return users
 
     def validate(self, data: dict[str, Any]) -> dict[str, Any]:
         if not data["study"] and not (data["study_name"] and data["codebook_version"]):
@@ -376,7 +385,9 @@ class PriorImportOutput(serializers.Serializer):
     decisions = serializers.IntegerField()
     proposals = serializers.IntegerField()
     left_out = serializers.IntegerField(help_text="values ignored or proposed, in all sheets")
-    placeholders = serializers.ListField(child=serializers.CharField())
+    placeholders = serializers.ListField(
+        child=serializers.CharField(), help_text="the raters this import added to the study"
+    )
     duplicates = serializers.ChoiceField(choices=list(DUPLICATE_RULES))
     skipped = PriorSkippedRowOutput(many=True, help_text="every row left out, and why")
     final_only = PriorFinalOnlyOutput(
@@ -441,7 +452,6 @@ class PriorImportApi(APIView):
             raise ValidationError({"mapping": given.errors})
         options = given.validated_data
         study, version = self._target(request, options)
-        users = self._users(options["users"])
         mapping = self._mapping(options, version)
         upload = data.validated_data["file"]
         with _saved(upload) as path:
@@ -458,7 +468,6 @@ class PriorImportApi(APIView):
                     study=study,
                     study_name=options["study_name"],
                     codebook_version=None if study else version,
-                    users=users,
                     filename=upload.name,
                 )
             except (SpreadsheetError, PriorImportError) as error:
@@ -506,16 +515,6 @@ class PriorImportApi(APIView):
         if version is None:
             raise ValidationError({"mapping": {"codebook_version": "no such published version"}})
         return None, version
-
-    def _users(self, usernames: dict[str, str]) -> dict[str, Any]:
-        found = {
-            u.username: u
-            for u in get_user_model().objects.filter(username__in=set(usernames.values()))
-        }
-        missing = sorted({u for u in usernames.values() if u not in found})
-        if missing:
-            raise ValidationError({"mapping": {"users": f"no accounts {missing}"}})
-        return {sheet: found[username] for sheet, username in usernames.items()}
 
 
 def _unmatched(review: Review, choices: dict[str, dict[str, str]]) -> dict[str, list[str]]:

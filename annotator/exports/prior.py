@@ -11,6 +11,7 @@ proposals) in one transaction or nothing. Reading and matching are the pure
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,7 @@ from annotator.studies.services import (
     add_member,
     close_round,
     create_study,
+    remove_member,
     round_for_selection,
 )
 from taxonomy_app.models import Category, CodebookVersion, Facet, Proposal
@@ -50,6 +52,11 @@ ISSUE_URL = re.compile(r"^https?://github\.com/([\w.-]+)/([\w.-]+)/(?:issues|pul
 # key becomes an issue of a pseudo-repository named after its host and path,
 # stackoverflow.com/questions #35775359, with the URL kept as its html_url.
 OTHER_URL = re.compile(r"^https?://([\w.-]+)/((?:[\w.-]+/)*?[\w.-]+)/(\d+)(?:/[^?#]*)?$")
+# Imported raters are pseudonymous raters of one study: accounts named s<study id>-rater-<slug>
+# (RATER_NAME; people cannot sign up with such a name), inactive, without a usable password,
+# marked in last_name; first_name keeps the rater's name within the study.
+RATER_NAME = re.compile(r"^s\d+-rater-", re.IGNORECASE)
+RATER_MARK = "(imported rater)"
 PROPOSE = "__propose__"  # a value mapping: record the value as a codebook proposal
 IGNORE = ""  # a value mapping: leave the value out
 
@@ -104,6 +111,21 @@ class PriorImportResult:
     left_out: int = 0  # values ignored or proposed, so not written as labels
     placeholders: list[str] = field(default_factory=list)
     record: dict[str, Any] = field(default_factory=dict)  # as stored on Round.prior_import
+
+
+def rater_username(study: Study, name: str) -> str:
+    """The rater name of a workbook's annotator `name` in `study`, e.g. s12-rater-ann-b."""
+    return f"s{study.pk}-rater-{slugify(name)[:120] or 'sheet'}"
+
+
+def is_pseudonymous_rater(user: Any) -> bool:
+    """An account an import made for a workbook's annotator (not a person's account)."""
+    return bool(
+        user.last_name == RATER_MARK
+        and not user.is_active
+        and not user.has_usable_password()
+        and RATER_NAME.match(user.first_name)
+    )
 
 
 def facet_categories(version: CodebookVersion) -> dict[str, dict[str, list[str]]]:
@@ -171,14 +193,13 @@ def import_prior_labels(
     study: Study | None = None,
     study_name: str = "",
     codebook_version: CodebookVersion | None = None,
-    users: Mapping[str, Any] | None = None,
     filename: str = "",
 ) -> PriorImportResult:
     """Write the workbook as a new round of `study` (or of a new study named `study_name` on
-    `codebook_version`, owned by `user`): an annotation per sheet-annotator and item (a mapped
-    user from `users`, else an inactive placeholder account named after the sheet) and a
-    decision with source "imported" per row of the final sheet. `choices` maps unmatched values
-    (facet → raw value → code, PROPOSE or IGNORE). All or nothing."""
+    `codebook_version`, owned by `user`): an annotation per sheet-annotator and item, by a
+    pseudonymous rater of that study (`rater_username`; never an existing person's account),
+    and a decision with source "imported" per row of the final sheet. `choices` maps unmatched
+    values (facet → raw value → code, PROPOSE or IGNORE). All or nothing."""
     if study is None:
         if codebook_version is None:
             raise PriorImportError("choose a study, or a codebook version for a new study")
@@ -189,7 +210,7 @@ def import_prior_labels(
     round = round_for_selection(study=study, kind=Round.Kind.CALIBRATION)
     result = PriorImportResult(study=study, round=round)
     writer = _Writer(study, round, values, result, filename or path.name)
-    writer.members(review.labels, users or {}, user)
+    writer.members(review.labels)
     writer.items(review.labels)
     writer.annotations(review.labels)
     writer.decisions(review.labels, user)
@@ -327,30 +348,48 @@ class _Writer:
         self.accounts: dict[str, Any] = {}
         self.item_of: dict[str, Item] = {}
 
-    def members(self, labels: PriorLabels, users: Mapping[str, Any], owner: Any) -> None:
+    def members(self, labels: PriorLabels) -> None:
+        """A pseudonymous rater of the study per annotator of the workbook: two names of one
+        workbook that read alike (`Ann B`, `ann-b`) are two raters; a later import of the same
+        name into the same study labels as the same rater."""
+        taken: set[str] = set()
         for name in labels.annotators:
-            account = users.get(name) or self._placeholder(name)
-            self.accounts[name] = account
-            if not Membership.objects.filter(study=self.study, user=account).exists():
-                add_member(study=self.study, user=account, role=Membership.Role.ANNOTATOR)
+            base = rater_username(self.study, name)
+            username, n = base, 1
+            while username in taken:
+                n += 1
+                username = f"{base}-{n}"
+            taken.add(username)
+            self.accounts[name] = self._rater(username)
 
-    def _placeholder(self, name: str) -> Any:
-        """An inactive account named after the sheet (reused by later imports of it)."""
+    def _rater(self, username: str) -> Any:
+        """This study's rater named `username`: the one an earlier import made, else a new
+        account (inactive, no usable password, marked as a rater, a member of the study). Only
+        the study's own raters are looked at. People cannot sign up with a rater name
+        (accounts/forms.py); should an account made otherwise hold it, the rater's user name
+        gets a random suffix, and the import answers as it would have (`placeholders`)."""
+        existing = (
+            Membership.objects.filter(
+                study=self.study,
+                user__first_name=username,
+                user__last_name=RATER_MARK,
+                user__is_active=False,
+            )
+            .select_related("user")
+            .first()
+        )
+        if existing is not None and not existing.user.has_usable_password():
+            return existing.user
         model = get_user_model()
-        base = slugify(name)[:140] or "sheet"
-        username, n = base, 1
-        while True:
-            found = model.objects.filter(username=username).first()
-            if found is None:
-                account = model(username=username, is_active=False)
-                account.set_unusable_password()
-                account.save()
-                self.result.placeholders.append(username)
-                return account
-            if not found.is_active and not found.has_usable_password():
-                return found
-            n += 1
-            username = f"{base}-{n}"
+        account = model(username=username, first_name=username, last_name=RATER_MARK)
+        account.is_active = False
+        account.set_unusable_password()
+        while model.objects.filter(username=account.username).exists():
+            account.username = f"{username}-{secrets.token_hex(4)}"
+        account.save()
+        add_member(study=self.study, user=account, role=Membership.Role.ANNOTATOR)
+        self.result.placeholders.append(username)
+        return account
 
     def items(self, labels: PriorLabels) -> None:
         """An item per key an annotator labelled, in a round of its own: an issue an earlier
@@ -487,3 +526,41 @@ class _Writer:
                         rationale=f"a value of the prior labels imported from {self.source}",
                     )
                     self.result.proposals += 1
+
+
+@transaction.atomic
+def link_rater(*, study: Study, rater: str, username: str) -> int:
+    """Give the labels of `study`'s imported rater `rater` (its rater name) to the account
+    `username`: what staff do once that person agrees (manage.py link_rater). The person
+    becomes an annotator of the study (a member keeps their role) and the rater leaves it;
+    returns how many assignments moved. Refused, changing nothing, when the name is no rater
+    of the study, the account is no active person's, or both labelled an item."""
+    model = get_user_model()
+    membership = (
+        Membership.objects.filter(study=study, user__first_name=rater)
+        .select_related("user")
+        .first()
+    )
+    if membership is None or not is_pseudonymous_rater(membership.user):
+        raise PriorImportError(f"field 'rater': study {study.pk} has no imported rater {rater!r}")
+    person = model.objects.filter(username=username).first()
+    if person is None or not person.is_active or is_pseudonymous_rater(person):
+        raise PriorImportError(f"field 'user': no active account {username!r}")
+    moved = Assignment.objects.filter(item__study=study, annotator=membership.user)
+    both = Item.objects.filter(
+        pk__in=moved.values("item_id"), assignments__annotator=person
+    ).order_by("pk")
+    if both:
+        issues = both.values_list(
+            "issue__repository__owner", "issue__repository__name", "issue__number"
+        )
+        shown = ", ".join(f"{o}/{n}#{number}" for o, n, number in issues[:10])
+        raise PriorImportError(
+            f"field 'user': {username!r} and rater {rater!r} both labelled items {shown} of "
+            f"study {study.pk}; nothing was linked"
+        )
+    count = moved.update(annotator=person)
+    if not Membership.objects.filter(study=study, user=person).exists():
+        add_member(study=study, user=person, role=Membership.Role.ANNOTATOR)
+    remove_member(study=study, user=membership.user)
+    return count

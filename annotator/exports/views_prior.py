@@ -12,7 +12,6 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.core.files.storage import default_storage
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -127,12 +126,6 @@ class MappingForm(forms.Form):
                 label=f"Sheet “{sheet['name']}” ({sheet['rows']} rows) is",
                 initial="final" if final else "annotator",
             )
-            self.fields[f"user_{i}"] = forms.CharField(
-                required=False,
-                label=f"Sheet “{sheet['name']}”: annotator account",
-                help_text="username of an existing account; empty: an inactive placeholder "
-                f"account named {sheet['name']!r}",
-            )
         self.fields["duplicates"] = forms.ChoiceField(
             choices=DUPLICATES,
             initial="first",
@@ -151,14 +144,6 @@ class MappingForm(forms.Form):
         self.columns = columns
         self.multi = [f.key for f in facets if f.kind == Facet.Kind.MULTI]
 
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        for i in range(len([k for k in self.fields if k.startswith("user_")])):
-            username = data.get(f"user_{i}", "").strip()
-            if username and not get_user_model().objects.filter(username=username).exists():
-                self.add_error(f"user_{i}", f"No account {username!r}.")
-        return data
-
 
 def _guess_facet(column: str, facets: list[Facet]) -> str:
     text = column.casefold().removesuffix(" final").strip()
@@ -168,16 +153,14 @@ def _guess_facet(column: str, facets: list[Facet]) -> str:
     return ""
 
 
-def _mapping(form: MappingForm, state: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+def _mapping(form: MappingForm, state: dict[str, Any]) -> dict[str, Any]:
     data = form.cleaned_data
     to_facet = {c: data[f"column_{i}"] for i, c in enumerate(form.columns) if data[f"column_{i}"]}
-    annotators, users, final = {}, {}, None
+    annotators, final = {}, None
     for i, sheet in enumerate(state["sheets"]):
         role = data[f"role_{i}"]
         if role == "annotator":
             annotators[sheet["name"]] = sheet["name"]
-            if data.get(f"user_{i}"):
-                users[sheet["name"]] = data[f"user_{i}"].strip()
         elif role == "final":
             final = sheet["name"]
     columns_of = {s["name"]: set(s["columns"]) for s in state["sheets"]}
@@ -192,7 +175,7 @@ def _mapping(form: MappingForm, state: dict[str, Any]) -> tuple[dict[str, Any], 
         "separators": {f: [" & ", " / "] for f in form.multi},
         "duplicates": data["duplicates"],
     }
-    return mapping, users
+    return mapping
 
 
 @require_http_methods(["GET", "POST"])
@@ -201,11 +184,11 @@ def prior_map(request: HttpRequest, token: str) -> HttpResponse:
     facets = list(Facet.objects.filter(version=_version(state)).order_by("order", "pk"))
     form = MappingForm(request.POST or None, state=state, facets=facets)
     if request.method == "POST" and form.is_valid():
-        mapping, users = _mapping(form, state)
+        mapping = _mapping(form, state)
         if not mapping["sheet_to_annotator"] or not mapping["column_to_facet"]:
             form.add_error(None, "Map at least one annotator sheet and one column to a facet.")
         else:
-            _save(request, token, {**state, "mapping": mapping, "users": users})
+            _save(request, token, {**state, "mapping": mapping})
             return redirect("exports:prior_review", token=token)
     context = {"form": form, "state": state, "token": token}
     return render(request, "exports/prior_map.html", context, status=400 if form.errors else 200)
@@ -287,10 +270,6 @@ def _confirm(
         ).first()
         if study is None:
             raise Http404("No such study")
-    users = {
-        name: get_user_model().objects.get(username=username)
-        for name, username in state.get("users", {}).items()
-    }
     return import_prior_labels(
         path=path,
         mapping=mapping,
@@ -299,6 +278,5 @@ def _confirm(
         study=study,
         study_name=state.get("study_name", ""),
         codebook_version=None if study else CodebookVersion.objects.get(pk=state["version"]),
-        users=users,
         filename=state["filename"],
     )

@@ -22,6 +22,7 @@ from annotator.exports.prior import (
     PriorImportError,
     PriorMapping,
     import_prior_labels,
+    is_pseudonymous_rater,
     review_prior_labels,
 )
 from annotator.studies.models import Annotation, AnnotationLabel, Assignment, Item, Membership
@@ -92,9 +93,14 @@ def test_round1_imports_and_its_kappa_matches_the_sheets(owner) -> None:  # type
         codebook_version=version,
     )
     assert (result.items, result.annotations, result.decisions) == (107, 214, 107)
-    assert sorted(result.placeholders) == ["rater1", "rater2"]
-    placeholders = get_user_model().objects.filter(username__in=["rater1", "rater2"])
+    raters = [f"s{result.study.pk}-rater-rater1", f"s{result.study.pk}-rater-rater2"]
+    assert sorted(result.placeholders) == raters
+    placeholders = get_user_model().objects.filter(username__in=raters)
+    assert len(placeholders) == 2
     assert not any(u.is_active or u.has_usable_password() for u in placeholders)
+    assert all(is_pseudonymous_rater(u) for u in placeholders)
+    members = result.study.memberships.filter(role=Membership.Role.ANNOTATOR)
+    assert sorted(members.values_list("user__username", flat=True)) == raters
     assert set(
         Decision.objects.filter(item__study=result.study).values_list("source", flat=True)
     ) == {"imported"}
@@ -113,7 +119,7 @@ def test_round1_imports_and_its_kappa_matches_the_sheets(owner) -> None:  # type
     run.refresh_from_db()
     assert run.status == AgreementRun.Status.SUCCEEDED, run.error
     stage = run.facet_result("stage")
-    assert stage is not None and stage["pairwise_cohen"]["labels"] == ["rater1", "rater2"]
+    assert stage is not None and stage["pairwise_cohen"]["labels"] == raters
 
 
 def small_mapping() -> PriorMapping:

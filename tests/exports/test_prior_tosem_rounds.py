@@ -136,12 +136,12 @@ def codebook_and_choices(owner: Any, path: Path) -> tuple[Any, dict[str, dict[st
 
 
 def stored_kappa(run: AgreementRun, facet: str) -> float | None:
-    """Cohen's κ between rater1 and rater2 as the run stored it."""
+    """Cohen's κ between the raters of sheets rater1 and rater2 as the run stored it."""
     result = run.facet_result(facet)
     assert result is not None
     pairwise = result["pairwise_cohen"]
     labels = pairwise["labels"]
-    assert labels == ["rater1", "rater2"]
+    assert labels == [f"s{run.study_id}-rater-rater1", f"s{run.study_id}-rater-rater2"]
     value = pairwise["cells"][0][1]
     return None if value is None else float(value)
 
