@@ -1,15 +1,10 @@
 from __future__ import annotations
 
-import re
-
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
 
+from .raters import RATER_NAME, RESERVED_MESSAGE
 from .services import MAX_DAYS, NAME_LENGTH
-
-# The names of the pseudonymous raters a prior-labels import makes (annotator/exports/prior.py,
-# RATER_NAME): nobody signs up with one, so a rater name never points at a person.
-RATER_NAME = re.compile(r"^s\d+-rater-", re.IGNORECASE)
 
 
 class TokenForm(forms.Form):
@@ -40,7 +35,5 @@ class SignupForm(UserCreationForm):
     def clean_username(self) -> str:
         username: str = super().clean_username()
         if RATER_NAME.match(username):
-            raise forms.ValidationError(
-                "Names like s12-rater-… are kept for imported raters; choose another."
-            )
+            raise forms.ValidationError(RESERVED_MESSAGE)
         return username

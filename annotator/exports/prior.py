@@ -22,6 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from annotator.accounts.raters import RATER_NAME
 from annotator.adjudication.models import Decision, DecisionLabel
 from annotator.issues.models import Issue, Repository
 from annotator.studies.codebook import codebook_schema
@@ -53,9 +54,9 @@ ISSUE_URL = re.compile(r"^https?://github\.com/([\w.-]+)/([\w.-]+)/(?:issues|pul
 # stackoverflow.com/questions #35775359, with the URL kept as its html_url.
 OTHER_URL = re.compile(r"^https?://([\w.-]+)/((?:[\w.-]+/)*?[\w.-]+)/(\d+)(?:/[^?#]*)?$")
 # Imported raters are pseudonymous raters of one study: accounts named s<study id>-rater-<slug>
-# (RATER_NAME; people cannot sign up with such a name), inactive, without a usable password,
-# marked in last_name; first_name keeps the rater's name within the study.
-RATER_NAME = re.compile(r"^s\d+-rater-", re.IGNORECASE)
+# (accounts.raters.RATER_NAME; no person's account is made with such a name), inactive,
+# without a usable password, marked in last_name; first_name keeps the rater's name within the
+# study.
 RATER_MARK = "(imported rater)"
 PROPOSE = "__propose__"  # a value mapping: record the value as a codebook proposal
 IGNORE = ""  # a value mapping: leave the value out

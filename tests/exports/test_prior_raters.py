@@ -22,8 +22,9 @@ from annotator.exports.prior import (
     link_rater,
     rater_username,
 )
+from annotator.studies.errors import StudyError
 from annotator.studies.models import Assignment, Membership, Study
-from annotator.studies.services import create_study
+from annotator.studies.services import create_member_account, create_study
 from taxonomy_app.models import CodebookVersion
 from tests.exports.test_prior_rules import CHOICES, GOOD, URL, mapping, workbook
 from tests.factories import UserFactory
@@ -217,3 +218,10 @@ def test_nobody_signs_up_with_a_rater_name(username):
     )
 
     assert not form.is_valid() and "kept for imported raters" in str(form.errors["username"])
+
+
+def test_an_owner_cannot_make_an_account_with_a_rater_name(owner):
+    study = new_study(owner)
+    with pytest.raises(StudyError, match="kept for imported raters"):
+        create_member_account(study=study, username=f"s{study.pk + 1}-rater-bob")
+    assert not get_user_model().objects.filter(username__istartswith="s").exists()

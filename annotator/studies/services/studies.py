@@ -14,6 +14,7 @@ from django.db.models import F, Max
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
+from annotator.accounts.raters import RATER_NAME, RESERVED_MESSAGE
 from annotator.adjudication.services import reapply_decision_rules
 from taxonomy_app.models import CodebookVersion
 
@@ -139,6 +140,8 @@ def create_member_account(
     username = username.strip()
     if not username:
         raise StudyError("field 'username': choose a user name")
+    if RATER_NAME.match(username):
+        raise StudyError(f"field 'username': {RESERVED_MESSAGE}")
     if User.objects.filter(username__iexact=username).exists():
         raise StudyError(f"field 'username': {username!r} exists; add it as a member instead")
     password = password or secrets.token_urlsafe(9)
@@ -218,6 +221,8 @@ def join_with_new_account(
     username = username.strip()
     if not username:
         raise StudyError("field 'username': choose a user name")
+    if RATER_NAME.match(username):
+        raise StudyError(f"field 'username': {RESERVED_MESSAGE}")
     if User.objects.filter(username__iexact=username).exists():
         raise StudyError(f"field 'username': {username!r} is taken; choose another")
     user = User.objects.create_user(username=username, password=password, email=email.strip())
