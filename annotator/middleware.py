@@ -15,13 +15,18 @@ first query of most requests.
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from django.db import InterfaceError, OperationalError, connections
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.template.loader import render_to_string
+from django.urls import Resolver404, resolve
 from django.views import defaults
+
+from annotator.params import BadParameter
 
 logger = logging.getLogger(__name__)
 
@@ -71,3 +76,86 @@ def _close_broken_connections() -> None:
     for connection in connections.all(initialized_only=True):
         if connection.errors_occurred:
             connection.close()
+
+
+# --- bad input: a 400 naming the parameter, before a view (or PostgreSQL) trips on it ---------
+# PostgreSQL text cannot hold NUL; int() refuses numbers past this many digits (and "²", which
+# str.isdigit() accepts): no parameter of the app is either, so none reaches a view.
+NUMBER_MAX_DIGITS = sys.get_int_max_str_digits() or 4300
+LONG_NUMBER = re.compile(rf"\d{{{NUMBER_MAX_DIGITS + 1},}}")
+
+
+class BadInputMiddleware:
+    """Answers 400 to a request whose path, query parameters or form fields hold a NUL byte or
+    a number int() cannot read, naming the parameter; and to a view's BadParameter
+    (annotator/params.py) with its message."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        problem = bad_path(request.path_info) or bad_fields(request.GET, "query parameter")
+        if problem is None and request.method == "POST" and _is_form(request):
+            problem = bad_fields(request.POST, "form field")
+        if problem is not None:
+            return bad_request(request, problem)
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, BadParameter):
+            return bad_request(request, str(exception))
+        return None
+
+
+def bad_path(path: str) -> str | None:
+    if "\x00" not in path:
+        return None
+    try:
+        kwargs = resolve(path).kwargs
+    except Resolver404:
+        kwargs = {}
+    named = [name for name, value in kwargs.items() if "\x00" in str(value)]
+    where = f"URL parameter {named[0]!r}" if named else "the address"
+    return f"{where} contains a NUL byte (\\x00)"
+
+
+def bad_fields(fields: QueryDict, kind: str) -> str | None:
+    """What is wrong with the first bad name or value of a query string or form, if any."""
+    for name, values in fields.lists():
+        if "\x00" in name:
+            return f"a {kind} name contains a NUL byte (\\x00): {name.replace(chr(0), '?')[:40]!r}"
+        for value in values:
+            if problem := bad_value(value):
+                return f"{kind} {name[:80]!r} {problem}"
+    return None
+
+
+def bad_value(value: str) -> str | None:
+    if "\x00" in value:
+        return "contains a NUL byte (\\x00)"
+    if LONG_NUMBER.search(value):
+        return f"holds a number of more than {NUMBER_MAX_DIGITS} digits"
+    if value.isdigit() and not value.isdecimal():
+        return f"{value[:20]!r} is not a number in decimal digits"
+    return None
+
+
+def _is_form(request: HttpRequest) -> bool:
+    return request.content_type in {"application/x-www-form-urlencoded", "multipart/form-data"}
+
+
+def bad_request(request: HttpRequest, message: str) -> HttpResponse:
+    """The 400 answer: `{"detail": …}` for the API, a short page (or its partial for htmx)."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": message}, status=400)
+    htmx = request.headers.get("HX-Request") == "true"
+    template = "bad_request.html#bad-request" if htmx else "bad_request.html"
+    return HttpResponse(render_to_string(template, {"message": message}), status=400)
+
+
+def login_username(request: HttpRequest, credentials: dict[str, Any] | None = None) -> str:
+    """The username django-axes records for a login attempt (settings.AXES_USERNAME_CALLABLE):
+    the one typed, cut to its AccessAttempt column (255 characters), which a longer one would
+    overflow. No account has a longer name (150 at most)."""
+    typed = (credentials or {}).get("username") or request.POST.get("username") or ""
+    return str(typed)[:255]

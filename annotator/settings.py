@@ -80,6 +80,8 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # A NUL byte or a number int() cannot read in the path, query or form: 400 naming it.
+    "annotator.middleware.BadInputMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -154,6 +156,9 @@ AXES_RESET_ON_SUCCESS = True
 # Attempts while locked are refused without being counted, so the lock ends when the page says.
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# The username a failed login records, cut to the column's 255 characters (a longer one is
+# nobody's; the login form does not enforce its max_length before authenticating).
+AXES_USERNAME_CALLABLE = "annotator.middleware.login_username"
 
 # E-mail (password reset links): printed to the console unless EMAIL_HOST names an SMTP server.
 # EMAIL_BACKEND may name another backend outright. Tests capture mail in memory (locmem).
@@ -353,8 +358,8 @@ CELERY_BEAT_SCHEDULE["redispatch-waiting-jobs"] = {
 }
 # taxonomy_app counts and moves labels through this hook (taxonomy_app/usage.py).
 TAXONOMY_LABEL_USAGE = "annotator.studies.usage.StudyLabelUsage"
-# …and checks codebook uploads through this one (taxonomy_app/uploads.py).
-TAXONOMY_UPLOAD_CHECK = "annotator.upload_handling.check_codebook_upload"
+# …and checks codebook uploads through this one (taxonomy_app/uploads.py; NUL escapes too).
+TAXONOMY_UPLOAD_CHECK = "annotator.codebook_uploads.check_codebook_upload"
 
 REST_FRAMEWORK = {
     # Token first, so that an unauthenticated script gets 401 with WWW-Authenticate.

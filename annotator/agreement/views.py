@@ -17,6 +17,7 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from annotator.dispatch import warn_if_waiting
+from annotator.params import optional_int
 from annotator.studies.access import MANAGERS, SEE_ALL, membership_or_404
 from annotator.studies.models import Item, Membership, Round
 
@@ -85,9 +86,12 @@ def _render_report(
 @require_POST
 def start_run(request: HttpRequest, study_id: int) -> HttpResponse:
     membership = membership_or_404(request, study_id, SEE_ALL)
-    round_id = request.POST.get("round") or None
-    round = Round.objects.filter(study=membership.study, pk=round_id).first() if round_id else None
-    if round_id and round is None:
+    round_id = optional_int(request.POST.get("round"), name="round")  # a 400 naming it
+    chosen = (
+        Round.objects.filter(study=membership.study, pk=round_id) if round_id is not None else None
+    )
+    round = chosen.first() if chosen is not None else None
+    if chosen is not None and round is None:
         raise Http404("No such round")
     run = start_agreement_run(study=membership.study, round=round, user=request.user)
     warn_if_waiting(request, run)

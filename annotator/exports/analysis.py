@@ -233,11 +233,13 @@ def parse_level(value: str | None, deepest: int, parameter: str = "level") -> in
     """`leaf` (or nothing) → LEAF; a number from 1 to `deepest` → that depth."""
     if value in (None, "", "leaf"):
         return LEAF
-    if not str(value).isdigit() or not 1 <= int(str(value)) <= deepest:
+    text = str(value)
+    # ASCII digits only, and few: str.isdigit() takes "²" and 5,000 digits, int() neither.
+    if not (text.isascii() and text.isdigit() and len(text) <= 9) or not 1 <= int(text) <= deepest:
         raise AnalysisParameterError(
             parameter, f"{value!r} is not 'leaf' or a level from 1 to {deepest}"
         )
-    return int(str(value))
+    return int(text)
 
 
 def parse_levels(query: Mapping[str, str], scheme: Scheme) -> dict[str, int | None]:

@@ -17,6 +17,7 @@ from django.db.models import Exists, OuterRef, QuerySet
 
 from annotator.adjudication.models import Decision, DecisionLabel
 from annotator.issues.models import Repository
+from annotator.params import int_or
 from annotator.studies.models import Annotation, AnnotationLabel, Item, Study
 from taxonomy_app.models import Category, CodebookVersion, Facet
 
@@ -89,9 +90,10 @@ def filtered_items(study: Study, filters: dict[str, Any]) -> QuerySet[Item]:
         raise ExportFilterError(f"unknown filters {sorted(unknown)}; use {list(FILTER_KEYS)}")
     items = Item.objects.filter(study=study)
     if filters.get("round") not in (None, ""):
-        if not str(filters["round"]).isdigit():
+        number = int_or(filters["round"], -1)
+        if number < 0:
             raise ExportFilterError(f"filter 'round': {filters['round']!r} is not a round number")
-        items = items.filter(round__number=int(filters["round"]))
+        items = items.filter(round__number=number)
     if filters.get("source"):
         if filters["source"] not in Decision.Source.values:
             raise ExportFilterError(

@@ -19,6 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotator.params import BIGINT_MAX, INT_MAX
 from taxonomy_app.models import CodebookVersion
 
 from . import services
@@ -107,8 +108,8 @@ class SelectionInput(serializers.Serializer):
     kind = serializers.ChoiceField(choices=["issue", "pr"], required=False)
     since = serializers.DateField(required=False)
     until = serializers.DateField(required=False)
-    sample_size = serializers.IntegerField(required=False, min_value=1)
-    seed = serializers.IntegerField(required=False, min_value=0)
+    sample_size = serializers.IntegerField(required=False, min_value=1, max_value=INT_MAX)
+    seed = serializers.IntegerField(required=False, min_value=0, max_value=BIGINT_MAX)
     stratify = serializers.BooleanField(default=True)
     repeat_issues = serializers.BooleanField(
         default=False,

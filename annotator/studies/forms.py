@@ -8,6 +8,7 @@ from django import forms
 from django.conf import settings
 
 from annotator.issues.models import Repository
+from annotator.params import BIGINT_MAX, INT_MAX
 from taxonomy_app.models import CodebookVersion
 
 from .models import Membership, Round, Study
@@ -98,9 +99,11 @@ class SelectionForm(forms.Form):
     until = forms.DateField(required=False, label="Opened until")
     round = forms.ChoiceField(choices=[])
     sample_size = forms.IntegerField(
-        required=False, min_value=1, help_text="empty: take every matching issue"
+        required=False, min_value=1, max_value=INT_MAX, help_text="empty: take every matching issue"
     )
-    seed = forms.IntegerField(required=False, min_value=0, help_text="empty: a random seed")
+    seed = forms.IntegerField(
+        required=False, min_value=0, max_value=BIGINT_MAX, help_text="empty: a random seed"
+    )
     stratify = forms.BooleanField(
         required=False, initial=True, label="Stratify the sample by repository"
     )

@@ -21,6 +21,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from annotator.issues.models import IssueRevision
 from annotator.issues.rendering import markdown_html
+from annotator.params import int_or
 
 from .. import services, sql
 from ..access import membership_or_404, own_assignment_or_404
@@ -159,8 +160,7 @@ def _form_context(
 def _posted_labels(request: HttpRequest, schema: CodebookSchema) -> dict[int, list[int]]:
     """Category ids by facet id from `facet-<id>` fields; a non-number becomes -1 (invalid)."""
     return {
-        f.id: [int(v) if v.isdigit() else -1 for v in request.POST.getlist(f"facet-{f.id}")]
-        for f in schema.facets
+        f.id: [int_or(v, -1) for v in request.POST.getlist(f"facet-{f.id}")] for f in schema.facets
     }
 
 
@@ -172,7 +172,7 @@ def _work(request: HttpRequest, assignment: Assignment) -> dict[str, Any]:
         "user": request.user,
         "labels": _posted_labels(request, schema),
         "notes": request.POST.get("notes", "")[:5000],
-        "seconds_spent": int(seconds) if seconds.isdigit() else 0,
+        "seconds_spent": int_or(seconds, 0),
         "unsure": request.POST.getlist("unsure")[:100],  # facet keys; the service checks them
     }
 
@@ -266,10 +266,10 @@ def propose(request: HttpRequest, assignment_id: int) -> HttpResponse:
         context["proposal"] = services.propose_category(
             assignment=assignment,
             user=request.user,
-            facet_id=int(facet) if facet.isdigit() else 0,
+            facet_id=int_or(facet, 0),
             name=request.POST.get(prefix + "name", ""),
             rationale=request.POST.get(prefix + "rationale", ""),
-            parent_id=int(parent) if parent.isdigit() else None,
+            parent_id=int_or(parent, 0) or None,
         )
     except StudyError as error:
         context["error"] = str(error)
