@@ -22,6 +22,7 @@ from typing import Any
 
 from django.db import InterfaceError, OperationalError, connections
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
+from django.http.multipartparser import MultiPartParserError
 from django.template.loader import render_to_string
 from django.urls import Resolver404, resolve
 from django.views import defaults
@@ -96,7 +97,10 @@ class BadInputMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         problem = bad_path(request.path_info) or bad_fields(request.GET, "query parameter")
         if problem is None and request.method == "POST" and _is_form(request):
-            problem = bad_fields(request.POST, "form field")
+            try:
+                problem = bad_fields(request.POST, "form field")
+            except MultiPartParserError as error:  # answered here as the view would: 400
+                problem = f"the form could not be read: {error}"
         if problem is not None:
             return bad_request(request, problem)
         return self.get_response(request)

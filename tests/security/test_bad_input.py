@@ -103,6 +103,14 @@ def test_the_api_answers_a_bad_form_field_in_json_naming_it(owner_client: Any) -
     assert AgreementRun.objects.count() == 0
 
 
+def test_a_form_that_cannot_be_read_is_a_400_with_the_reason(owner_client: Any) -> None:
+    client, built = owner_client
+    url = reverse("api-agreement-runs", args=[built.study.pk])
+    response = client.post(url, "not a form", content_type="multipart/form-data")
+    assert response.status_code == 400
+    assert response.json()["detail"].startswith("the form could not be read: ")
+
+
 def test_a_nul_in_a_url_parameter_is_a_400_naming_it(owner_client: Any) -> None:
     client, _ = owner_client
     response = client.get("/studies/join/abc%00def/")
