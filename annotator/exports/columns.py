@@ -132,8 +132,10 @@ LONG_TABLE_COLUMNS = (
     Column(
         "row_kind",
         "str",
-        "annotation: a label an annotator gave; decision: a final label of the item's decision "
-        "(after the item's annotation rows; keep row_kind = annotation for agreement)",
+        "annotation: a label an annotator gave, blind; after_discussion: a label of the "
+        "annotator's revision after the item was released for discussion (after their "
+        "annotation rows); decision: a final label of the item's decision (after the item's "
+        "annotation rows); keep row_kind = annotation for agreement",
     ),
     Column("facet", "str", "Facet key (screening, stage, symptom, root-cause, fix-pattern, …)"),
     Column("annotator", "str", "Username of the annotator (empty on decision rows)"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -42,11 +43,16 @@ class Codebook:
     order: dict[int, int] = field(default_factory=dict)  # category id → display rank
     names: dict[str, dict[str, str]] = field(default_factory=dict)  # facet → code → name
     versions: dict[int, int] = field(default_factory=dict)  # version id → number
+    tops: dict[tuple[str, str], str] = field(default_factory=dict)  # (facet, code) → top code
 
     def category(self, pk: int) -> tuple[str, str, tuple[str, ...]]:
         if pk not in self.categories:  # a label on another version's category: rare, look it up
             self._add(list(Category.objects.filter(pk=pk).select_related("facet")))
         return self.categories[pk]
+
+    def top_level(self, key: str, code: str) -> str | None:
+        """The top-level code above category `code` of facet `key` (itself at the top)."""
+        return self.tops.get((key, code))
 
     def _add(self, categories: list[Category]) -> None:
         by_id = {c.pk: c for c in categories}
@@ -56,6 +62,7 @@ class Codebook:
                 node = by_id[node.parent_id]
                 path.insert(0, node.code)
             self.categories[c.pk] = (c.facet.key, c.code, tuple(path))
+            self.tops.setdefault((c.facet.key, c.code), path[0])
             self.order.setdefault(c.pk, len(self.order))
             self.names.setdefault(c.facet.key, {})[c.code] = c.name
 
@@ -307,6 +314,7 @@ def long_rows(items: QuerySet[Item], book: Codebook) -> Iterator[dict[str, Any]]
             "seconds_spent",
             "unsure",
             "notes",
+            "revision",
         )
         .iterator(chunk_size=CHUNK)
     )
@@ -358,8 +366,9 @@ def _decision_long_rows(
 def _annotation_long_rows(
     base: dict[str, Any], book: Codebook, rows: list[tuple[Any, ...]], usernames: dict[int, str]
 ) -> Iterator[dict[str, Any]]:
-    """One annotation's long-table rows: its labels, then its unsure facets without one."""
-    _, _, annotator, _, version, submitted, seconds, unsure, notes = rows[0]
+    """One annotation's long-table rows: its labels, then its unsure facets without one; after
+    discussion, its revision's labels as `after_discussion` rows (never read for agreement)."""
+    _, _, annotator, _, version, submitted, seconds, unsure, notes, revision = rows[0]
     common = {
         **base,
         "row_kind": "annotation",
@@ -379,6 +388,27 @@ def _annotation_long_rows(
     for key in _in_facet_order(book, unsure):
         if key not in labeled:
             yield _long_row(common, key, None, None, True)
+    if revision:
+        yield from _revision_long_rows(common, book, revision)
+
+
+def _revision_long_rows(
+    common: dict[str, Any], book: Codebook, revision: dict[str, Any]
+) -> Iterator[dict[str, Any]]:
+    after = {
+        **common,
+        "row_kind": "after_discussion",
+        "submitted_at": datetime.fromisoformat(revision["at"]),
+        "notes": revision.get("notes") or None,
+    }
+    unsure = revision.get("unsure", [])
+    labels: dict[str, list[str]] = revision["labels"]
+    for key in _in_facet_order(book, list(labels)):
+        for code in labels[key]:
+            yield _long_row(after, key, code, book.top_level(key, code), key in unsure)
+    for key in _in_facet_order(book, unsure):
+        if key not in labels:
+            yield _long_row(after, key, None, None, True)
 
 
 def _long_row(

@@ -81,6 +81,17 @@ def test_a_submit_after_release_is_a_revision_and_the_disagreement_stays(scene: 
         & (long["facet"] == "symptom")
     ]
     assert list(mine["category"]) == ["oom"]  # the export keeps the blind label
+    after = long[
+        (long["row_kind"] == "after_discussion")
+        & (long["number"] == item.issue.number)
+        & (long["annotator"] == scene.annotators[1].username)
+    ]
+    assert sorted(zip(after["facet"], after["category"], strict=True)) == [
+        ("screening", "relevant"),
+        ("symptom", "hang"),
+    ]
+    assert set(after["category_l1"]) == {"relevant", "failure"}
+    assert set(after["notes"]) == {"agreed after reading"}
 
     change = Change.objects.filter(annotation=annotation).order_by("-at", "-pk").first()
     assert change.after["labels"]["symptom"] == ["oom"]
