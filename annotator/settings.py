@@ -206,6 +206,9 @@ CODEBOOK_MAX_BYTES = env_int("ANNOTATOR_CODEBOOK_MAX_MB", 5) * 1024 * 1024
 # Nesting limits: deeper JSON (or YAML) is refused before a parser builds it, naming the position
 # (annotator/json_depth.py: issue files, API bodies; taxonomy_app/formats.py: codebook files).
 IMPORT_MAX_DEPTH = env_int("ANNOTATOR_IMPORT_MAX_DEPTH", 64)
+# Per issue file: records, and characters in any one string (GitHub caps a body at 65,536).
+IMPORT_MAX_RECORDS = env_int("ANNOTATOR_IMPORT_MAX_RECORDS", 5_000_000)
+IMPORT_MAX_STRING = env_int("ANNOTATOR_IMPORT_MAX_STRING", 1_000_000)
 API_MAX_DEPTH = env_int("ANNOTATOR_API_MAX_DEPTH", 64)
 CODEBOOK_MAX_DEPTH = env_int("ANNOTATOR_CODEBOOK_MAX_DEPTH", 32)
 # A parsing job may grow its address space by this much before MemoryError fails it (0: no limit;

@@ -290,12 +290,17 @@ def iter_records(
     max_bytes: int | None = None,
     max_depth: int = MAX_DEPTH,
     default_repository: str | None = None,
+    max_records: int | None = None,
+    max_string: int | None = None,
 ) -> Iterator[Record]:
     """Parse `stream` lazily into IssueRecord and CommentRecord, in file order.
 
     `default_repository` (owner/name) fills records that name no repository. JSON nested
-    deeper than `max_depth` is refused before it is parsed, naming the byte or column. Raises
-    ImportFormatError at the first bad byte, record or field; nothing else escapes.
+    deeper than `max_depth` is refused before it is parsed, naming the byte or column; a file
+    of more than `max_records` records, or a record holding a string longer than `max_string`
+    characters (in any field, kept ones and the raw object alike), is refused at that record,
+    naming it and the field. Raises ImportFormatError at the first bad byte, record or field;
+    nothing else escapes.
     """
     if format != "auto" and format not in FORMATS:
         raise ImportFormatError(f"unknown format {format!r}; expected auto, {', '.join(FORMATS)}")
@@ -304,10 +309,49 @@ def iter_records(
     reader, head = _open(stream, max_bytes)
     chosen = detect_format(head, filename) if format == "auto" else format
     parse = _iter_jsonl if chosen == "jsonl" else _iter_csv if chosen == "csv" else _iter_array
-    for record in parse(reader, head, chosen, max_depth):
+    for count, record in enumerate(parse(reader, head, chosen, max_depth), 1):
+        if max_records is not None and count > max_records:
+            raise ImportFormatError(
+                f"the file holds more than the limit of {max_records:,} records "
+                "(ANNOTATOR_IMPORT_MAX_RECORDS)",
+                record=f"record {record.index}",
+            )
+        if max_string is not None:
+            _check_strings(record, max_string)
         if record.repository is None and default_repository:
             record = dataclasses.replace(record, repository=default_repository)
         yield record
+
+
+def _check_strings(record: Record, limit: int) -> None:
+    """Refuse a record with a string longer than `limit` characters, naming the field (a key of
+    the raw object, dotted, when the string is one the record keeps only there)."""
+    for name in ("title", "body", "author", "state_reason", "html_url"):
+        value = getattr(record, name, "")
+        if isinstance(value, str) and len(value) > limit:
+            raise _too_long(record, name, len(value), limit)
+    # A string is no longer than the raw object's JSON text (a C-speed measure): most records
+    # are far under the limit and need no walk.
+    if len(json.dumps(record.raw, ensure_ascii=False, default=str)) <= limit:
+        return
+    stack: list[tuple[str, Any]] = [("", record.raw)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            if len(value) > limit:
+                raise _too_long(record, path or "raw", len(value), limit)
+        elif isinstance(value, dict):
+            stack.extend((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(value))
+
+
+def _too_long(record: Record, field: str, length: int, limit: int) -> ImportFormatError:
+    return ImportFormatError(
+        f"{length:,} characters, more than the limit of {limit:,} (ANNOTATOR_IMPORT_MAX_STRING)",
+        record=f"record {record.index}",
+        field=field,
+    )
 
 
 def _iter_array(reader: _Reader, head: bytes, format: str, max_depth: int) -> Iterator[Record]:

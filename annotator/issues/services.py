@@ -76,6 +76,8 @@ def import_issues(
         max_bytes=max_bytes or settings.IMPORT_MAX_BYTES,
         max_depth=settings.IMPORT_MAX_DEPTH,
         default_repository=repository,
+        max_records=settings.IMPORT_MAX_RECORDS,
+        max_string=settings.IMPORT_MAX_STRING,
     )
     if user is None and job is not None:
         user = job.created_by
