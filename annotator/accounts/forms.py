@@ -32,8 +32,9 @@ class SignupForm(UserCreationForm):
     class Meta(UserCreationForm.Meta):
         fields = ("username", "email")
 
-    def clean_username(self) -> str:
-        username: str = super().clean_username()
-        if RATER_NAME.match(username):
+    def clean_username(self) -> str | None:
+        # None when the name is taken: Django's form has recorded that error already.
+        username: str | None = super().clean_username()
+        if username and RATER_NAME.match(username):
             raise forms.ValidationError(RESERVED_MESSAGE)
         return username

@@ -235,9 +235,10 @@ def test_a_result_stored_before_conventions_were_recorded_still_reads(client, wo
     assert api["result"]["schema"] == 1 and api["calibration"]["facets"]
 
 
-# user, run (+ round), membership (+ study), threshold, latest run per round, passes, rounds,
-# recent runs: none per item, facet or category (the page reads the stored result)
-REPORT_QUERIES = 8
+# user, run (+ round), membership (+ study), threshold, latest run per round, passes, the
+# released items' revisions (after discussion), rounds, recent runs: none per item, facet or
+# category (the page reads the stored result)
+REPORT_QUERIES = 9
 
 
 @pytest.mark.parametrize("items", [3, 40])
