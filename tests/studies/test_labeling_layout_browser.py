@@ -307,6 +307,9 @@ def test_a_group_the_rules_lock_is_shown_but_never_picked(browser, live_server):
     expect(page.locator("[data-definition-pane]")).to_contain_text("Program failure")
     page.keyboard.press("Space")
     assert checked_name(page, "symptom") == ["Setup failure"]
+    # the choice's draft is saved before the page closes: a save still in flight when the test
+    # ends holds a row lock while the database is flushed
+    expect(page.locator("[data-save-status]")).to_contain_text("Draft saved")
     context.close()
 
 
