@@ -32,9 +32,10 @@ class SignupForm(UserCreationForm):
     class Meta(UserCreationForm.Meta):
         fields = ("username", "email")
 
-    def clean_username(self) -> str | None:
-        # None when the name is taken: Django's form has recorded that error already.
-        username: str | None = super().clean_username()
+    def clean_username(self) -> str:
+        # None when the name is taken (Django's form has recorded that error already), though
+        # typed str.
+        username: str = super().clean_username()
         if username and RATER_NAME.match(username):
             raise forms.ValidationError(RESERVED_MESSAGE)
         return username
