@@ -202,7 +202,11 @@ IMPORT_MAX_BYTES = env_int("ANNOTATOR_IMPORT_MAX_MB", 200) * 1024 * 1024
 # Every upload passes annotator/uploads.py: each kind's limit holds while the request streams in
 # (the handler below), and XLSX workbooks, being zip archives, are capped inflated too.
 WORKBOOK_MAX_BYTES = env_int("ANNOTATOR_WORKBOOK_MAX_MB", 20) * 1024 * 1024
-CODEBOOK_MAX_BYTES = env_int("ANNOTATOR_CODEBOOK_MAX_MB", 5) * 1024 * 1024
+# A codebook is parsed and written inside the request: the seed one is 38 KB (65 categories).
+CODEBOOK_MAX_BYTES = env_int("ANNOTATOR_CODEBOOK_MAX_KB", 512) * 1024
+# Prior-label workbooks are read whole inside the request at each wizard step (inspect, review,
+# import): refused at upload past this many cells in all sheets (the TOSEM 2023 ones: ~6,700).
+WORKBOOK_MAX_CELLS = env_int("ANNOTATOR_WORKBOOK_MAX_CELLS", 50_000)
 # Nesting limits: deeper JSON (or YAML) is refused before a parser builds it, naming the position
 # (annotator/json_depth.py: issue files, API bodies; taxonomy_app/formats.py: codebook files).
 IMPORT_MAX_DEPTH = env_int("ANNOTATOR_IMPORT_MAX_DEPTH", 64)
@@ -225,6 +229,14 @@ FILE_UPLOAD_HANDLERS = [
 ]
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+# The app's own temporary files: uploads being received (past FILE_UPLOAD_MAX_MEMORY_SIZE) and
+# the sheets of an XLSX export being written (annotator/exports/writers.py). A request or job
+# killed midway leaves its files there; the job sweep (annotator/job_sweep.py) deletes those
+# untouched for TEMP_FILE_MAX_AGE_SECONDS that no process on the machine has open. Web and
+# worker should share it (a volume), so that the worker's sweep sees the web's leftovers.
+TEMP_DIR = Path(env_str("ANNOTATOR_TEMP_DIR") or DATA_DIR / "tmp")
+FILE_UPLOAD_TEMP_DIR = str(TEMP_DIR / "uploads")
+XLSX_TEMP_DIR = str(TEMP_DIR / "xlsx")
 
 # Production hardening; `manage.py check --deploy` is clean when DJANGO_SECURE=1.
 SESSION_COOKIE_SECURE = SECURE
@@ -350,6 +362,11 @@ CELERY_BEAT_SCHEDULE["agreement-sweep"] = {
 # Jobs (annotator/jobs.py, job_sweep.py): a running job whose worker gave no sign of life for
 # this long is marked failed by the sweep; running workers touch it every quarter of it.
 JOB_HEARTBEAT_TIMEOUT_SECONDS = env_int("JOB_HEARTBEAT_TIMEOUT_SECONDS", 120)
+# Temporary files (TEMP_DIR) untouched this long are removed by that sweep; never less than the
+# task time limit and a minute, so that no running job's file is ever old enough.
+TEMP_FILE_MAX_AGE_SECONDS = max(
+    env_int("ANNOTATOR_TEMP_MAX_AGE_MINUTES", 60) * 60, CELERY_TASK_TIME_LIMIT + 60
+)
 CELERY_BEAT_SCHEDULE["lost-jobs-sweep"] = {
     "task": "annotator.jobs.sweep_lost_jobs_task",
     "schedule": float(max(5, min(60, JOB_HEARTBEAT_TIMEOUT_SECONDS // 2))),

@@ -9,6 +9,7 @@ at most settings.UPLOAD_MAX_BYTES and applies its own limit after.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from django.conf import settings
@@ -68,7 +69,9 @@ def kind(name: str) -> Kind:
 
 def zip_limits() -> ZipLimits:
     return ZipLimits(
-        max_inflated=settings.XLSX_MAX_INFLATED_BYTES, max_ratio=settings.XLSX_MAX_RATIO
+        max_inflated=settings.XLSX_MAX_INFLATED_BYTES,
+        max_ratio=settings.XLSX_MAX_RATIO,
+        max_cells=settings.WORKBOOK_MAX_CELLS,
     )
 
 
@@ -135,6 +138,10 @@ class LimitedUploadHandler(FileUploadHandler):
     def new_file(self, *args: Any, **kwargs: Any) -> None:
         super().new_file(*args, **kwargs)
         self.received, self.refused = 0, False
+        # The temporary-file handler writes to the app's own directory, which the job sweep
+        # clears of files a killed request left (FILE_UPLOAD_TEMP_DIR, settings.TEMP_DIR).
+        if settings.FILE_UPLOAD_TEMP_DIR:
+            os.makedirs(settings.FILE_UPLOAD_TEMP_DIR, exist_ok=True)
 
     def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes | None:
         self.received += len(raw_data)

@@ -75,6 +75,8 @@ _SIGNATURES = (
 _MARKUP = re.compile(rb"^\s*<(!doctype|html|head|body|script|\?xml|svg|!--)", re.IGNORECASE)
 _XML_DECLARATIONS = (b"<!doctype", b"<!entity")
 _XML_PARTS = (".xml", ".rels", ".vml")
+# A cell element, with or without a namespace prefix: <c r="A1">, <c/>, <x:c t="s">.
+_CELL_TAG = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?c[\s/>]")
 
 
 class UploadRefused(ValueError):
@@ -104,6 +106,13 @@ class ZipLimits:
     max_inflated: int = 200 * 1024 * 1024
     max_ratio: int = 100
     ratio_floor: int = 1_000_000
+    # XLSX only (0: no limit): cells in all sheets, counted in the XML before any parser runs,
+    # and XML tags in all parts (`max_cells` * TAGS_PER_CELL), which bounds the parse whatever
+    # the tags are (a cell takes 4-6: <c><v>1</v></c>; a shared string 4).
+    max_cells: int = 0
+
+
+TAGS_PER_CELL = 12
 
 
 # --- names -------------------------------------------------------------------------------------
@@ -330,15 +339,44 @@ def check_xlsx(source: Source, name: str, limits: ZipLimits) -> None:
         raise UploadRefused(f"{shown} is a zip archive but not an .xlsx workbook")
     if "[Content_Types].xml" not in names:
         raise UploadRefused(f"{shown} cannot be read as .xlsx: it has no [Content_Types].xml")
+    count = _Count(shown, limits.max_cells)
     with zipfile.ZipFile(source) as archive:
         for member in members:
             if member.filename.lower().endswith(_XML_PARTS):
-                _scan_xml(archive, member, shown)
+                _scan_xml(archive, member, shown, count)
 
 
-def _scan_xml(archive: zipfile.ZipFile, member: zipfile.ZipInfo, shown: str) -> None:
-    """Stream one XML part looking for <!DOCTYPE / <!ENTITY, across chunk boundaries."""
-    tail = b""
+@dataclass
+class _Count:
+    """Cells of the sheets and tags of every XML part seen so far, against the limits."""
+
+    shown: str
+    max_cells: int
+    cells: int = 0
+    tags: int = 0
+
+    def add(self, member: str, text: bytes) -> None:
+        if not self.max_cells:
+            return
+        self.tags += text.count(b"<")
+        if member.startswith("xl/worksheets/"):
+            self.cells += len(_CELL_TAG.findall(text))
+        if self.cells > self.max_cells:
+            raise UploadRefused(
+                f"{self.shown} holds more than {self.max_cells:,} cells, the limit of a "
+                "workbook read at each import step: split it, or leave out unused sheets"
+            )
+        if self.tags > self.max_cells * TAGS_PER_CELL:
+            raise UploadRefused(
+                f"{self.shown} holds more than {self.max_cells * TAGS_PER_CELL:,} XML "
+                f"elements, too many for a workbook of at most {self.max_cells:,} cells"
+            )
+
+
+def _scan_xml(archive: zipfile.ZipFile, member: zipfile.ZipInfo, shown: str, count: _Count) -> None:
+    """Stream one XML part looking for <!DOCTYPE / <!ENTITY, across chunk boundaries, and count
+    its cells and tags (each chunk up to its last "<", the rest carried to the next)."""
+    tail, carry = b"", b""
     try:
         with archive.open(member) as part:
             first = True
@@ -353,6 +391,12 @@ def _scan_xml(archive: zipfile.ZipFile, member: zipfile.ZipInfo, shown: str) -> 
                         "workbooks never need (they can read local files or exhaust memory)"
                     )
                 tail = window[-16:]
+                text = carry + chunk
+                cut = text.rfind(b"<")
+                cut = cut if cut > 0 else len(text)
+                count.add(member.filename, text[:cut])
+                carry = text[cut:]
+            count.add(member.filename, carry + b" ")
     except (zipfile.BadZipFile, zlib.error, NotImplementedError, OSError, EOFError) as error:
         raise UploadRefused(f"{shown}: {member.filename} cannot be read: {error}") from None
 

@@ -33,9 +33,15 @@ import re
 import reprlib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, NoReturn, cast
 
 import yaml
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
+from yaml.parser import Parser
+from yaml.reader import Reader
+from yaml.resolver import Resolver
+from yaml.scanner import Scanner
 
 from .rules import KINDS, FacetInfo, Rule, RuleError, check_rules
 
@@ -92,25 +98,69 @@ class CodebookSpec:
 # A codebook nests 5 levels (facets, a facet, its categories, a category, its examples); deeper
 # input is refused before it is built (settings.CODEBOOK_MAX_DEPTH where the project sets it).
 MAX_DEPTH = 32
+# The seed codebook (38 KB) holds 65 categories and ~1,100 YAML values (keys, scalars, lists and
+# mappings). A file past either limit is refused: the values as the YAML is composed (before
+# the rest is read), the categories before anything is written (each is a row to insert).
+MAX_NODES = 50_000
+MAX_CATEGORIES = 2_000
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
 
 
-class _SafeLoaderWithoutAliases(yaml.SafeLoader):
+class _PythonParser(Reader, Scanner, Parser):
+    """PyYAML's pure-Python scanner and parser (those of yaml.SafeLoader)."""
+
+    def __init__(self, stream: Any) -> None:
+        Reader.__init__(self, stream)
+        Scanner.__init__(self)
+        Parser.__init__(self)
+
+
+try:  # libyaml's scanner and parser, as yaml.CSafeLoader uses
+    from yaml._yaml import CParser as _Parser
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    _Parser = _PythonParser  # type: ignore[assignment,misc]
+
+
+class _Checks(Composer, SafeConstructor, Resolver):
     """yaml.safe_load's loader, refusing aliases (*name): nine aliases of nine aliases… build
     a value of 9**9 strings from a few hundred bytes ("billion laughs"), which any later walk
     or message would expand. A codebook needs none; the exporter writes none (_Dumper).
-    It also refuses nesting past `max_depth`, as it composes (before the recursion would)."""
+    It also refuses nesting past `max_depth` and more than `max_nodes` values, as it composes
+    (before the recursion would, and before the rest of the file is built).
+
+    Events come from libyaml (C) when PyYAML has it, as in yaml.CSafeLoader; composing stays in
+    Python (yaml.composer.Composer), so the checks above see every node: about six times as
+    fast as yaml.SafeLoader, whose scanner is pure Python (benchmarks/upload_parsing.py).
+    libyaml reads flow nesting ahead (to 1,000 levels, then fails): such a file is read again
+    by `_PythonLoader`, which stops at the limit, to name the line and column where it is passed.
+    """
 
     max_depth = MAX_DEPTH
+    max_nodes = MAX_NODES
     _depth = 0
+    _nodes = 0
+
+    parser: Any = None  # the class giving the events
+
+    def __init__(self, stream: Any) -> None:
+        self.parser.__init__(self, stream)
+        SafeConstructor.__init__(self)
+        Resolver.__init__(self)
+        Composer.__init__(self)
 
     def compose_node(self, parent: Any, index: Any) -> Any:
-        event: Any = self.peek_event()  # type: ignore[no-untyped-call]
+        event: Any = cast(Any, self).peek_event()  # the parser's
         mark: Any = event.start_mark
         if isinstance(event, yaml.AliasEvent):
             raise CodebookFormatError(
                 f"not valid YAML at line {mark.line + 1}: aliases such as "
                 f"*{event.anchor} are not accepted in a codebook"
+            )
+        self._nodes += 1
+        if self._nodes > self.max_nodes:
+            raise CodebookFormatError(
+                f"too large at line {mark.line + 1}: more than {self.max_nodes:,} values (keys, "
+                "texts, lists), the limit of a codebook; split it into several codebooks"
             )
         if not isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent):
             return super().compose_node(parent, index)
@@ -124,6 +174,18 @@ class _SafeLoaderWithoutAliases(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+
+
+class _SafeLoaderWithoutAliases(_Checks, _Parser):
+    """The checks over libyaml's events (when PyYAML has libyaml)."""
+
+    parser = _Parser
+
+
+class _PythonLoader(_Checks, _PythonParser):
+    """The same checks over PyYAML's pure-Python events."""
+
+    parser = _PythonParser
 
 
 def _check_json_depth(text: str, limit: int) -> None:
@@ -143,9 +205,12 @@ def _check_json_depth(text: str, limit: int) -> None:
             depth -= 1
 
 
-def load_document(data: bytes | str, fmt: str = "auto", max_depth: int = MAX_DEPTH) -> Any:
+def load_document(
+    data: bytes | str, fmt: str = "auto", max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES
+) -> Any:
     """Decode JSON or YAML text (fmt "json", "yaml" or "auto": JSON when it starts with "{"),
-    refusing nesting deeper than `max_depth` with the line and column."""
+    refusing nesting deeper than `max_depth` with the line and column, and YAML of more than
+    `max_nodes` values with the line reached (JSON is parsed in C, in a fraction of the time)."""
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
     except UnicodeDecodeError as error:
@@ -163,16 +228,29 @@ def load_document(data: bytes | str, fmt: str = "auto", max_depth: int = MAX_DEP
         except RecursionError:
             raise CodebookFormatError("not valid JSON: nested too deeply") from None
     try:
-        loader = _SafeLoaderWithoutAliases(text)  # a SafeLoader, as safe_load
-        loader.max_depth = max_depth
-        return loader.get_single_data()
+        return _load_yaml(_SafeLoaderWithoutAliases, text, max_depth, max_nodes)
+    except yaml.YAMLError as error:
+        if "maximum nesting depth" not in str(getattr(error, "problem", "")):
+            return _yaml_error(error)
+    try:  # nested past libyaml's own limit: the Python parser names where ours is passed
+        return _load_yaml(_PythonLoader, text, max_depth, max_nodes)
     except RecursionError:
         raise CodebookFormatError("not valid YAML: nested too deeply") from None
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(error, "problem", None) or str(error)
-        raise CodebookFormatError(f"not valid YAML{where}: {problem}") from error
+        return _yaml_error(error)
+
+
+def _load_yaml(loader_class: Any, text: str, max_depth: int, max_nodes: int) -> Any:
+    loader = loader_class(text)  # a SafeLoader, as safe_load
+    loader.max_depth, loader.max_nodes = max_depth, max_nodes
+    return loader.get_single_data()
+
+
+def _yaml_error(error: yaml.YAMLError) -> NoReturn:
+    mark = getattr(error, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    problem = getattr(error, "problem", None) or str(error)
+    raise CodebookFormatError(f"not valid YAML{where}: {problem}") from error
 
 
 def parse_codebook(document: Any) -> CodebookSpec:
@@ -191,6 +269,12 @@ def parse_codebook(document: Any) -> CodebookSpec:
     facets = document.get("facets")
     if not isinstance(facets, list) or not facets:
         raise CodebookFormatError("field 'facets': a non-empty list of facets is required")
+    categories = sum(len(f.get("categories") or []) for f in facets if isinstance(f, Mapping))
+    if categories > MAX_CATEGORIES:
+        raise CodebookFormatError(
+            f"field 'facets': {categories:,} categories, over the limit of {MAX_CATEGORIES:,} "
+            "for a codebook; split it into several codebooks"
+        )
     specs = tuple(_parse_facet(raw, index) for index, raw in enumerate(facets, 1))
     _check_unique([facet.key for facet in specs], lambda key: f"facet {key!r}", "key")
     return CodebookSpec(

@@ -54,6 +54,10 @@ MAX_UNCOMPRESSED_BYTES = 200 * 1024 * 1024
 MAX_COMPRESSION_RATIO = 200
 MAX_ROWS = 200_000
 MAX_COLUMNS = 1_000
+# Cells in all sheets, counted in the XML before openpyxl parses any (annotator/uploads.py). A
+# ceiling for any workbook read here; uploads are held to settings.WORKBOOK_MAX_CELLS (50,000
+# by default), checked on upload, so that each wizard step reads an upload in seconds.
+MAX_CELLS = 2_000_000
 KEY_HEADERS = ("link", "url", "issue url", "html url", "issue link", "issue")
 
 
@@ -155,7 +159,9 @@ def _raw(value: Any) -> str | None:
 def _check_archive(path: Path) -> None:
     """Refuse what is not an XLSX, inflates beyond the limits (zip bombs), has unsafe member
     names or declares XML entities (annotator/uploads.py), before openpyxl parses anything."""
-    limits = ZipLimits(max_inflated=MAX_UNCOMPRESSED_BYTES, max_ratio=MAX_COMPRESSION_RATIO)
+    limits = ZipLimits(
+        max_inflated=MAX_UNCOMPRESSED_BYTES, max_ratio=MAX_COMPRESSION_RATIO, max_cells=MAX_CELLS
+    )
     try:
         check_xlsx(path, path.name, limits)
     except UploadRefused as error:
