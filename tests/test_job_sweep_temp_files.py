@@ -4,6 +4,8 @@ removes what a killed request or job left, once old enough and open in no proces
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -79,3 +81,20 @@ def test_a_large_upload_is_received_in_the_apps_directory(temp_dir: Path) -> Non
         assert Path(upload.temporary_file_path()).parent == temp_dir / "uploads"
     finally:
         upload.close()
+
+
+def test_a_fresh_data_directory_passes_djangos_checks(tmp_path: Path) -> None:
+    """The temporary directories are made at start-up: Django refuses a FILE_UPLOAD_TEMP_DIR
+    that does not exist (files.E001), which would stop migrate and runserver on a new machine."""
+    data = tmp_path / "fresh"
+    env = {**os.environ, "ANNOTATOR_DATA_DIR": str(data)}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=Path(__file__).resolve().parents[1],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (data / "tmp" / "uploads").is_dir() and (data / "tmp" / "xlsx").is_dir()
