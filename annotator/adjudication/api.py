@@ -26,6 +26,7 @@ from annotator.studies.codebook import codebook_schema
 from annotator.studies.models import Annotation, AnnotationLabel, Item, Membership
 
 from . import services
+from .blind import name_changes, names_for
 from .models import Comment, Decision, DecisionLabel, ItemAgreement
 
 Role = Membership.Role
@@ -105,6 +106,11 @@ class DecisionOutput(serializers.Serializer):
     reason = serializers.CharField()
     comment = serializers.CharField()
     decided_by = serializers.CharField(source="decided_by.username", allow_null=True, default=None)
+    confidence = serializers.ChoiceField(
+        choices=Decision.Confidence.choices,
+        allow_null=True,
+        help_text="the adjudicator's confidence: 1 low, 2 medium, 3 high (null: not said)",
+    )
     version = serializers.IntegerField()
     updated_at = serializers.DateTimeField()
     labels = serializers.SerializerMethodField()
@@ -123,6 +129,13 @@ class DecisionInput(serializers.Serializer):
     )
     reason = serializers.ChoiceField(choices=Decision.Reason.choices)
     comment = serializers.CharField(required=False, allow_blank=True, default="")
+    confidence = serializers.ChoiceField(
+        choices=Decision.Confidence.choices,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="how sure you are: 1 low, 2 medium, 3 high (optional)",
+    )
     version = serializers.IntegerField(
         min_value=0, help_text="the decision version you read (0: none yet); 409 if it changed"
     )
@@ -148,7 +161,12 @@ class DiscussionOutput(serializers.Serializer):
 
 class HistoryChangeOutput(serializers.Serializer):
     subject = serializers.CharField()
-    user = serializers.CharField(source="user.username", allow_null=True, default=None)
+    user = serializers.CharField(
+        source="shown_user",
+        allow_null=True,
+        help_text="who made the change (null: automatic); a hidden annotator reads as "
+        "'Annotator A'… while the study's adjudication is blind and the item undecided",
+    )
     at = serializers.DateTimeField()
     before = serializers.JSONField(allow_null=True)
     after = serializers.JSONField(allow_null=True)
@@ -213,6 +231,7 @@ class DecisionApi(APIView):
                 reason=values["reason"],
                 comment=values["comment"],
                 version=values["version"],
+                confidence=values["confidence"],
             )
         except services.LabelErrors as error:
             raise ValidationError({"labels": error.errors}) from error
@@ -227,7 +246,7 @@ class DiscussionApi(APIView):
             assignment__item=item, status=Annotation.Status.SUBMITTED
         ).visible_to(request.user, membership)
         comments = Comment.objects.filter(item=item).select_related("author")
-        return DiscussionOutput(
+        data = DiscussionOutput(
             {
                 "item": item.pk,
                 "released_at": item.released_at,
@@ -235,6 +254,12 @@ class DiscussionApi(APIView):
                 "comments": comments,
             }
         ).data
+        names = names_for(item, request.user)  # blind adjudication: pseudonyms until decided
+        for annotation in data["annotations"]:
+            annotation["annotator"] = names.of_name(annotation["annotator"])
+        for comment in data["comments"]:
+            comment["author"] = names.of_name(comment["author"])
+        return data
 
     @extend_schema(responses=DiscussionOutput)
     def get(self, request: Request, item_id: int) -> Response:
@@ -274,4 +299,4 @@ class HistoryApi(generics.ListAPIView):
 
     def get_queryset(self) -> Any:
         item, _ = _item(self.request, self.kwargs["item_id"], SEE_ALL)
-        return services.item_history(item=item)
+        return name_changes(services.item_history(item=item), names_for(item, self.request.user))

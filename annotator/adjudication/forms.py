@@ -44,6 +44,14 @@ class DecisionForm(forms.Form):
     comment = forms.CharField(
         required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 2})
     )
+    confidence = forms.TypedChoiceField(
+        choices=[("", "— not said —"), *Decision.Confidence.choices],
+        coerce=int,
+        required=False,
+        empty_value=None,
+        label="Your confidence",
+        help_text="How sure you are of this decision (optional; exported with it).",
+    )
     version = forms.IntegerField(min_value=0, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, schema: CodebookSchema, differs: set[int], **kwargs: Any):
@@ -105,4 +113,17 @@ class MajorityForm(forms.Form):
         label="Decide by majority (k ≥ 3)",
         help_text="Items where more than half of the annotators agree on every facet are "
         "decided automatically instead of entering the queue.",
+    )
+    blind = forms.BooleanField(
+        required=False,
+        label="Blind adjudication",
+        help_text="Adjudicators see the annotators as Annotator A, B, C… until the item is "
+        "decided (adjudicate, discussion and history pages and the API).",
+    )
+    fast_label_seconds = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=86_400,
+        label="Flag labels faster than (seconds)",
+        help_text="The adjudicate page marks an annotation given in fewer seconds. 0: off.",
     )

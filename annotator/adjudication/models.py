@@ -24,6 +24,16 @@ class AdjudicationSettings(models.Model):
         help_text="with k ≥ 3, decide an item automatically where more than half agree on "
         "every facet",
     )
+    # Blind adjudication (annotator/adjudication/blind.py): until an item has a decision, its
+    # annotators read as "Annotator A", "Annotator B"… on every adjudication page and API.
+    blind = models.BooleanField(
+        default=False,
+        help_text="show the annotators as Annotator A, B, C… until the item is decided",
+    )
+    fast_label_seconds = models.PositiveIntegerField(
+        default=0,
+        help_text="flag labels given in fewer seconds than this on the adjudicate page (0: off)",
+    )
 
     class Meta:
         verbose_name_plural = "adjudication settings"
@@ -86,6 +96,14 @@ class Decision(models.Model):
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+
+    class Confidence(models.IntegerChoices):
+        LOW = 1, "low"
+        MEDIUM = 2, "medium"
+        HIGH = 3, "high"
+
+    # How sure the adjudicator was (adjudicated decisions; optional).
+    confidence = models.PositiveSmallIntegerField(choices=Confidence.choices, null=True, blank=True)
     # Optimistic lock: a save names the version it saw; the first of two concurrent saves wins.
     version = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -99,6 +99,14 @@ def final_dataset_columns(facets: Sequence[FacetSpec]) -> list[Column]:
     )
     columns.append(Column("decided_at", "timestamp", "When the decision was recorded (UTC)"))
     columns.extend(DECISION_NOTE_COLUMNS)
+    columns.append(
+        Column(
+            "confidence",
+            "int",
+            "The adjudicator's confidence in the decision: 1 low, 2 medium, 3 high; empty when "
+            "not said or automatic",
+        )
+    )
     return columns
 
 

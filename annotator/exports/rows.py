@@ -232,6 +232,7 @@ def final_rows(items: QuerySet[Item], book: Codebook) -> Iterator[dict[str, Any]
             "decision__updated_at",
             "decision__reason",
             "decision__comment",
+            "decision__confidence",
         )
         .iterator(chunk_size=CHUNK)
     )
@@ -246,6 +247,7 @@ def final_rows(items: QuerySet[Item], book: Codebook) -> Iterator[dict[str, Any]
         row = _item_row(head)
         row["decision_source"], row["decided_at"] = head[7], head[8]
         row["reason"], row["comment"] = head[9] or None, head[10] or None
+        row["confidence"] = head[11]
         _fill_labels(row, book, (c for _, c in chosen))
         marks = unsure.take(head[0])
         row["unsure"] = _in_facet_order(book, (key for _, keys in marks for key in keys))

@@ -46,6 +46,7 @@ def test_final_dataset_csv_has_one_row_per_item_with_levels_and_sets(world) -> N
         "decided_at",
         "reason",
         "comment",
+        "confidence",
     ]
     assert len(frame) == 5
     hang = frame[frame["symptom_l2"] == "hang"].iloc[0]

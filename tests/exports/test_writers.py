@@ -93,6 +93,7 @@ def test_final_dataset_columns_follow_the_facet_shapes() -> None:
         "decided_at",
         "reason",
         "comment",
+        "confidence",
     ]
     assert {c.name: c.kind for c in FINAL}["fix_pattern"] == "list"
     assert {c.name: c.kind for c in FINAL}["unsure"] == "list"

@@ -11,6 +11,7 @@ from .decisions import (
     decide_item_if_complete,
     reapply_decision_rules,
     release_item,
+    set_blind_options,
     set_majority_rule,
 )
 from .discussion import may_discuss, post_comment
@@ -33,5 +34,6 @@ __all__ = [
     "record_change",
     "relabel_queue",
     "release_item",
+    "set_blind_options",
     "set_majority_rule",
 ]

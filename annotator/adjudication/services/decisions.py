@@ -122,8 +122,10 @@ def adjudicate_item(
     reason: str,
     comment: str = "",
     version: int,
+    confidence: int | None = None,
 ) -> Decision:
-    """Save the adjudicator's final labels for `item` with the reason for the disagreement.
+    """Save the adjudicator's final labels for `item` with the reason for the disagreement and,
+    optionally, their confidence (Decision.Confidence: 1 low, 2 medium, 3 high).
 
     `version` is the decision version the adjudicator saw (0: no decision yet). If someone saved
     the item's decision since, DecisionConflict is raised and their decision is kept. Labels are
@@ -133,6 +135,8 @@ def adjudicate_item(
     rows, errors = schema.validate_labels(labels, require=True)
     if reason not in Decision.Reason.values:
         errors["reason"] = "choose the reason for the disagreement"
+    if confidence is not None and confidence not in Decision.Confidence.values:
+        errors["confidence"] = "1 (low), 2 (medium) or 3 (high), or none"
     if errors:
         raise LabelErrors(errors)
     values = {
@@ -140,6 +144,7 @@ def adjudicate_item(
         "reason": reason,
         "comment": comment.strip(),
         "decided_by": user,
+        "confidence": confidence,
     }
     decision = _claim(item, version, values)
     _write_labels(decision, rows)
@@ -183,6 +188,15 @@ def release_item(*, item: Item) -> bool:
     labels and join the thread. Returns False when it was released already."""
     return bool(
         Item.objects.filter(pk=item.pk, released_at__isnull=True).update(released_at=timezone.now())
+    )
+
+
+def set_blind_options(*, study: Study, blind: bool, fast_label_seconds: int) -> None:
+    """Blind adjudication on or off, and the seconds under which a label is flagged as fast."""
+    if fast_label_seconds < 0:
+        raise AdjudicationError("the fast-label threshold is a number of seconds, 0 or more")
+    AdjudicationSettings.objects.update_or_create(
+        study=study, defaults={"blind": blind, "fast_label_seconds": fast_label_seconds}
     )
 
 

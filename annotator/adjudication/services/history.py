@@ -108,12 +108,15 @@ def decision_snapshot(
     if labels is None:
         rows = DecisionLabel.objects.filter(decision=decision)
         labels = _codes(rows.values_list("facet__key", "category__code"))
-    return {
+    snapshot: Snapshot = {
         "source": decision.source,
         "reason": decision.reason,
         "comment": decision.comment,
         "labels": labels,
     }
+    if decision.confidence is not None:  # only when said: earlier snapshots stay equal
+        snapshot["confidence"] = decision.get_confidence_display()
+    return snapshot
 
 
 def _codes(rows: Any) -> dict[str, list[str]]:

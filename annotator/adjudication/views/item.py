@@ -21,9 +21,10 @@ from annotator.studies.models import Annotation, AnnotationLabel, Item, Membersh
 
 from .. import services
 from ..access import item_or_404
+from ..blind import name_annotations, name_changes, name_comments, names_for
 from ..comparison import compare
 from ..forms import CommentForm, DecisionForm
-from ..models import Comment, Decision, DecisionLabel
+from ..models import AdjudicationSettings, Comment, Decision, DecisionLabel
 from .lists import queue_query
 
 
@@ -52,7 +53,9 @@ def _decision_form(item: Item, rows: list[Any], decision: Decision | None) -> De
     """Start from the decision, else from what every annotator agreed on."""
     initial: dict[str, Any] = {"version": decision.version if decision else 0}
     if decision is not None:
-        initial.update(reason=decision.reason, comment=decision.comment)
+        initial.update(
+            reason=decision.reason, comment=decision.comment, confidence=decision.confidence
+        )
         for label in decision.labels.all():
             initial.setdefault(f"facet-{label.facet_id}", []).append(label.category_id)
     else:
@@ -75,6 +78,13 @@ def _page_context(request: HttpRequest, item: Item, membership: Membership) -> d
     annotations = _annotations(item, request.user, membership)
     rows = compare(schema, annotations)
     decision = _decision(item)
+    rules = AdjudicationSettings.objects.filter(study=item.study_id).first()
+    fast = rules.fast_label_seconds if rules else 0
+    blind = bool(rules and rules.blind)
+    names = names_for(item, request.user, blind=blind, decided=decision is not None)
+    name_annotations(annotations, names)
+    for annotation in annotations:  # shown beside the annotator's name
+        annotation.fast = bool(fast) and annotation.seconds_spent < fast  # type: ignore[attr-defined]
     return {
         "item": item,
         "study": item.study,
@@ -86,8 +96,10 @@ def _page_context(request: HttpRequest, item: Item, membership: Membership) -> d
         "decision": decision,
         "form": _decision_form(item, rows, decision),
         "query": queue_query(request),
-        "history": services.item_history(item=item),
+        "history": name_changes(services.item_history(item=item), names),
         "comment_count": Comment.objects.filter(item=item).count(),
+        "names_hidden": names.hidden,
+        "fast_label_seconds": fast,
     }
 
 
@@ -120,6 +132,7 @@ def decide(request: HttpRequest, item_id: int) -> HttpResponse:
                 reason=form.cleaned_data["reason"],
                 comment=form.cleaned_data["comment"],
                 version=form.cleaned_data["version"],
+                confidence=form.cleaned_data.get("confidence"),
             )
             return _go_next(request, item)
         except services.LabelErrors as error:
@@ -161,7 +174,8 @@ def release(request: HttpRequest, item_id: int) -> HttpResponse:
 
 def history(request: HttpRequest, item_id: int) -> HttpResponse:
     item, membership = item_or_404(request, item_id, SEE_ALL)
-    context = {"item": item, "membership": membership, "history": services.item_history(item=item)}
+    changes = name_changes(services.item_history(item=item), names_for(item, request.user))
+    context = {"item": item, "membership": membership, "history": changes}
     return render(request, "adjudication/history.html", context)
 
 
@@ -185,14 +199,19 @@ def discussion(request: HttpRequest, item_id: int) -> HttpResponse:
                 form = CommentForm()
             except services.AdjudicationError as error:
                 form.add_error("body", str(error))
-    comments = Comment.objects.filter(item=item).select_related("author")
+    comments = list(Comment.objects.filter(item=item).select_related("author"))
+    annotations = _annotations(item, request.user, membership)
+    names = names_for(item, request.user)
+    name_annotations(annotations, names)
+    name_comments(comments, names)
     context = {
         "item": item,
         "membership": membership,
         "form": form,
         "comments": [(c, markdown_html(c.body)) for c in comments],
-        "annotations": _annotations(item, request.user, membership),
+        "annotations": annotations,
         "decision": _decision(item),
+        "names_hidden": names.hidden,
     }
     if getattr(request, "htmx", False):
         return render(request, "adjudication/discussion.html#thread", context)

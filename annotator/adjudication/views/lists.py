@@ -85,13 +85,17 @@ def items(request: HttpRequest, study_id: int) -> HttpResponse:
     rows = services.item_overview(study=membership.study, round_id=form.filters()["round_id"])
     page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     rules = AdjudicationSettings.objects.filter(study=membership.study).first()
-    majority = bool(rules and rules.majority_rule)
+    initial = {
+        "majority_rule": bool(rules and rules.majority_rule),
+        "blind": bool(rules and rules.blind),
+        "fast_label_seconds": rules.fast_label_seconds if rules else 0,
+    }
     context = {
         "study": membership.study,
         "membership": membership,
         "form": form,
         "page": page,
-        "majority_form": MajorityForm(initial={"majority_rule": majority}),
+        "majority_form": MajorityForm(initial=initial),
         "remaining": services.disagreement_queue(study=membership.study).count(),
     }
     return render(request, "adjudication/items.html", context)
@@ -99,16 +103,30 @@ def items(request: HttpRequest, study_id: int) -> HttpResponse:
 
 @require_POST
 def decision_rules(request: HttpRequest, study_id: int) -> HttpResponse:
-    """Turn the majority rule on or off (owner)."""
+    """The majority rule, blind adjudication and the fast-label flag (owner)."""
     membership = membership_or_404(request, study_id, {Membership.Role.OWNER})
     form = MajorityForm(request.POST)
-    form.is_valid()
+    if not form.is_valid():
+        problems = "; ".join(
+            f"{form[n].label}: {' '.join(map(str, e))}" for n, e in form.errors.items()
+        )
+        messages.error(request, f"Nothing was changed. {problems}")
+        return redirect("adjudication:items", study_id)
     enabled = bool(form.cleaned_data.get("majority_rule"))
+    blind = bool(form.cleaned_data.get("blind"))
+    fast = form.cleaned_data.get("fast_label_seconds") or 0
     try:
         decided = services.set_majority_rule(study=membership.study, enabled=enabled)
     except services.AdjudicationError as error:
         messages.error(request, str(error))
-    else:
-        state = "on" if enabled else "off"
-        messages.success(request, f"Majority rule {state}: {decided} items decided automatically.")
+        return redirect("adjudication:items", study_id)
+    services.set_blind_options(study=membership.study, blind=blind, fast_label_seconds=fast)
+    state = "on" if enabled else "off"
+    blindness = "on" if blind else "off"
+    flag = f"labels under {fast} s flagged" if fast else "no fast-label flag"
+    messages.success(
+        request,
+        f"Majority rule {state}: {decided} items decided automatically. Blind adjudication "
+        f"{blindness}; {flag}.",
+    )
     return redirect("adjudication:items", study_id)

@@ -8,6 +8,8 @@ from django.db.models import Prefetch
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from annotator.adjudication.blind import name_annotations, names_for
+
 from ..access import SEE_ALL, membership_or_404, signed_in
 from ..models import Annotation, AnnotationLabel, Item, Membership
 from ..services.progress import RoundRow, study_dashboard
@@ -54,5 +56,7 @@ def item_detail(request: HttpRequest, item_id: int) -> HttpResponse:
     )
     if not membership.sees_all_labels and not annotations:
         raise Http404("No such item")
-    context = {"item": item, "annotations": annotations, "membership": membership}
+    shown = list(annotations)
+    name_annotations(shown, names_for(item, request.user))
+    context = {"item": item, "annotations": shown, "membership": membership}
     return render(request, "studies/item_detail.html", context)
