@@ -106,6 +106,7 @@ def main_pages() -> MainPages:
         Page("select", OWNER, reverse("studies:select", args=[s])),
         Page("item detail", OWNER, reverse("studies:item", args=[disputed.pk])),
         Page("agreement report", OWNER, reverse("agreement:study", args=[s])),
+        Page("declared headline", OWNER, reverse("agreement:headline", args=[s])),
         Page("exports", OWNER, reverse("exports:start", args=[s])),
         Page("export job", OWNER, reverse("exports:job", args=[export.pk])),
         Page("analysis", OWNER, reverse("exports:analysis", args=[s])),

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import Http404
-from drf_spectacular.utils import extend_schema, extend_schema_field
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
@@ -17,6 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotator.dispatch import with_queue_notice
+from annotator.params import optional_int
 from annotator.studies.access import SEE_ALL, membership_or_404
 from annotator.studies.models import Membership, Round
 
@@ -245,3 +247,24 @@ class CalibrationPassApi(APIView):
             message = f"round {round.number} not passed (run {run.pk}): {error}"
             return Response({"detail": message}, status=status.HTTP_409_CONFLICT)
         return Response(CalibrationPassOutput(passed).data, status=status.HTTP_201_CREATED)
+
+
+class AnnotatorDiagnosticsApi(APIView):
+    """Per-annotator diagnostics of one round (`?round=N`, default the last): the figures of
+    the page /agreement/studies/<id>/annotators/. Owners only (404 otherwise): it sets every
+    annotator's figures side by side."""
+
+    @extend_schema(
+        parameters=[OpenApiParameter("round", int, description="round number; default: last")],
+        responses=OpenApiTypes.OBJECT,
+    )
+    def get(self, request: Request, study_id: int) -> Response:
+        from .annotators_service import round_annotator_diagnostics
+
+        study = _owner_study(request, study_id).study
+        number = optional_int(request.query_params.get("round"), name="round")
+        rounds = Round.objects.filter(study=study).order_by("-number")
+        round = (rounds.filter(number=number) if number is not None else rounds).first()
+        if round is None:
+            raise Http404
+        return Response(round_annotator_diagnostics(study=study, round=round))

@@ -22,3 +22,10 @@ urlpatterns += [
         name="api-calibration-pass",
     ),
 ]
+urlpatterns += [
+    path(
+        "studies/<int:study_id>/annotator-diagnostics/",
+        api.AnnotatorDiagnosticsApi.as_view(),
+        name="api-annotator-diagnostics",
+    ),
+]

@@ -165,3 +165,41 @@ class CalibrationPass(models.Model):
 
     def __str__(self) -> str:
         return f"round {self.round_id} passed calibration (α ≥ {self.threshold})"
+
+
+class HeadlineDeclaration(models.Model):
+    """The reliability figure a study will report, declared by its owner before the main
+    round: one coefficient, the facets it is reported for, and the threshold they must reach.
+    Rows are never edited: a change is a new row with its reason, the earlier ones kept beside
+    it, so the report and the dataset card show what was declared first and when it changed
+    (the Empirical Standards' antipattern is reporting only the most favourable coefficient).
+    annotator/agreement/headline.py declares and describes them."""
+
+    class Coefficient(models.TextChoices):
+        KRIPPENDORFF_ALPHA = "krippendorff_alpha", "Krippendorff's α"
+        FLEISS_KAPPA = "fleiss_kappa", "Fleiss' κ"
+        GWET_AC1 = "gwet_ac1", "Gwet's AC1"
+        PERCENT_AGREEMENT = "percent_agreement", "percent agreement"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="headlines")
+    coefficient = models.CharField(max_length=32, choices=Coefficient.choices)
+    facets = models.JSONField(help_text="keys of the facets the headline is reported for")
+    threshold = models.FloatField()
+    reason = models.TextField(blank=True, help_text="why it changed (a change only)")
+    declared_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    declared_at = models.DateTimeField(auto_now_add=True)
+    # Whether a main round of the study already had a submitted label when this was declared.
+    after_labeling_started = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["study_id", "declared_at", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(threshold__gte=0) & Q(threshold__lte=1), name="headline_threshold_0_1"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"headline of study {self.study_id}: {self.coefficient} ≥ {self.threshold}"

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import headline_views, views
 
 app_name = "agreement"
 
@@ -15,4 +15,14 @@ urlpatterns = [
         views.confusion_cell,
         name="cell",
     ),
+]
+urlpatterns += [
+    path(
+        "studies/<int:study_id>/annotators/",
+        views.annotator_diagnostics,
+        name="annotators",
+    ),
+]
+urlpatterns += [
+    path("studies/<int:study_id>/headline/", headline_views.headline_page, name="headline"),
 ]

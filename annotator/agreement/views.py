@@ -19,10 +19,11 @@ from django_htmx.http import HttpResponseStopPolling
 from annotator.dispatch import warn_if_waiting
 from annotator.params import optional_int
 from annotator.studies.access import MANAGERS, SEE_ALL, membership_or_404
-from annotator.studies.models import Item, Membership, Round
+from annotator.studies.models import Item, Membership, Round, Study
 
 from . import stats
 from .discussion import after_discussion
+from .headline import headline_context
 from .labels import load_label_table
 from .models import AgreementRun, CalibrationPass
 from .report import facet_view, label_text, method_sentences, trend_chart
@@ -74,6 +75,7 @@ def _render_report(
         "passed_runs": {p.run_id for p in passes.values()},
         "passed": passes.get(run.round_id) if run and run.round_id else None,
         "after_discussion": after_discussion(study),
+        "headline": headline_context(study, run),
     }
     if run is not None and run.result:
         context["facets"] = [facet_view(f, threshold) for f in run.result["facets"]]
@@ -156,3 +158,41 @@ def confusion_cell(request: HttpRequest, run_id: int, facet: str, i: int, j: int
 
 def _value(label: Any) -> Any:
     return frozenset(label) if isinstance(label, list) else label
+
+
+# --- per-annotator diagnostics ----------------------------------------------------------------
+def annotator_diagnostics(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Per-annotator diagnostics of one round (`?round=N`, default the last): the study's owner
+    and staff only, since it sets every annotator's figures side by side (404 otherwise, an
+    annotator included). `?format=csv` downloads the per-annotator table."""
+    from .annotators import page_facets
+    from .annotators_service import diagnostics_csv, round_annotator_diagnostics
+
+    study = _owner_or_staff_study(request, study_id)
+    rounds = list(Round.objects.filter(study=study).order_by("number"))
+    number = optional_int(request.GET.get("round"), name="round")
+    wanted = [r for r in rounds if number is None or r.number == number]
+    round = wanted[-1] if wanted else None
+    if round is None:
+        raise Http404("No such round")
+    report = round_annotator_diagnostics(study=study, round=round)
+    if request.GET.get("format") == "csv":
+        response = HttpResponse(diagnostics_csv(report), content_type="text/csv; charset=utf-8")
+        name = f"study-{study.pk}-round-{round.number}-annotators.csv"
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response
+    context = {
+        "study": study,
+        "round": round,
+        "rounds": rounds,
+        "report": report,
+        "facets": page_facets(report),
+    }
+    return render(request, "agreement/annotators.html", context)
+
+
+def _owner_or_staff_study(request: HttpRequest, study_id: int) -> Study:
+    user = request.user
+    if getattr(user, "is_staff", False):
+        return get_object_or_404(Study.objects.select_related("codebook_version"), pk=study_id)
+    return membership_or_404(request, study_id, MANAGERS).study

@@ -27,7 +27,12 @@ from annotator.adjudication.models import (
     DecisionLabel,
     ItemAgreement,
 )
-from annotator.agreement.models import AgreementRun, AgreementSettings, CalibrationPass
+from annotator.agreement.models import (
+    AgreementRun,
+    AgreementSettings,
+    CalibrationPass,
+    HeadlineDeclaration,
+)
 from annotator.exports.models import ExportJob
 from annotator.issues.models import Issue, IssueComment, Repository, RepositoryAlias
 from annotator.studies.models import (
@@ -242,6 +247,7 @@ TABLES: list[Table] = [
         json_refs={"result": (*RUN_REFS, (("raters", "*", "id"), USERS)), "inputs": RUN_REFS},
     ),
     Table("agreement.calibrationpass", CalibrationPass, _by(CalibrationPass, "round__study")),
+    Table("agreement.headlinedeclaration", HeadlineDeclaration, _by(HeadlineDeclaration, "study")),
     # Export records keep their counts, filters and dataset card; files are not archived (they
     # are derived from the labels and decisions, and can be exported again).
     Table("exports.exportjob", ExportJob, _by(ExportJob, "study"), exclude=("file",)),

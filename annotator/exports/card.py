@@ -119,6 +119,12 @@ def _agreement_lines(
     return lines + _table(header, rows)
 
 
+def _headline_lines(headline: Sequence[str] | None) -> list[str]:
+    if headline is None:
+        return ["- Declared headline: none was declared for this study.", ""]
+    return [f"- {line}" for line in headline] + [""]
+
+
 def _design_lines(design: StudyDesign | None) -> list[str]:
     if design is None:
         return []
@@ -201,6 +207,7 @@ def dataset_card(
     design: StudyDesign | None = None,
     rules: Mapping[str, Sequence[str]] | None = None,
     left_out: Sequence[str] | None = None,
+    headline: Sequence[str] | None = None,
 ) -> str:
     """The Markdown card of an export.
 
@@ -208,7 +215,8 @@ def dataset_card(
     adjudicated, …); `tables` maps each exported table's name to its columns (the column
     dictionary); `categories` maps facet key → category code → name, since files carry codes;
     `rules` maps facet name → its label rules in words; `left_out` lists in words what a prior
-    import of an exported round left out.
+    import of an exported round left out; `headline` the declared headline in words (its
+    declaration, changes and figures), or None when the study declared none.
     """
     lines = [
         f"# {title}",
@@ -224,6 +232,7 @@ def dataset_card(
         "",
         "## Agreement",
         "",
+        *_headline_lines(headline),
         *_agreement_lines(agreement, agreement_source),
         *_design_lines(design),
         *_rule_lines(rules),

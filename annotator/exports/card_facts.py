@@ -15,6 +15,7 @@ from django.db.models import Count, QuerySet
 from django.utils import timezone
 
 from annotator.adjudication.models import AdjudicationSettings, Decision
+from annotator.agreement import headline
 from annotator.agreement.labels import load_label_table
 from annotator.agreement.models import AgreementRun
 from annotator.agreement.stats import RatingTable
@@ -87,7 +88,28 @@ def build_card(
         design=study_design(study, items),
         rules=label_rules(study),
         left_out=prior_left_out_lines(items),
+        headline=headline_card_lines(study, run),
     )
+
+
+def headline_card_lines(study: Study, run: AgreementRun | None) -> list[str] | None:
+    """The study's declared headline, its changes, and the declared coefficient of each
+    declared facet in the card's run (whole-run figures, judged on the interval's lower
+    bound); None when nothing was declared."""
+    declared = headline.declarations(study)
+    if not declared:
+        return None
+    lines = headline.history_lines(declared)
+    for figure in headline.figures(declared[-1], run):
+        if figure.value is None:
+            lines.append(f"{figure.facet}: undefined or not in the run")
+            continue
+        interval = f", 95% CI {figure.ci[0]:.3f}–{figure.ci[1]:.3f}" if figure.ci else ""  # noqa: RUF001
+        lines.append(
+            f"{figure.facet}: {figure.value:.3f}{interval}, n = {figure.n}; "
+            f"{figure.judgement} (lower bound ≥ {declared[-1].threshold:g})"
+        )
+    return lines
 
 
 def _describe(filters: dict[str, Any]) -> str:

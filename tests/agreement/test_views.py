@@ -236,9 +236,9 @@ def test_a_result_stored_before_conventions_were_recorded_still_reads(client, wo
 
 
 # user, run (+ round), membership (+ study), threshold, latest run per round, passes, the
-# released items' revisions (after discussion), rounds, recent runs: none per item, facet or
-# category (the page reads the stored result)
-REPORT_QUERIES = 9
+# released items' revisions (after discussion), the declared headlines, rounds, recent runs:
+# none per item, facet or category (the page reads the stored result)
+REPORT_QUERIES = 10
 
 
 @pytest.mark.parametrize("items", [3, 40])

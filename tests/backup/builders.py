@@ -25,6 +25,7 @@ from annotator.adjudication.services import (
     release_item,
     set_majority_rule,
 )
+from annotator.agreement.headline import declare_headline
 from annotator.agreement.models import AgreementRun
 from annotator.agreement.services import (
     mark_calibration_passed,
@@ -176,6 +177,22 @@ def _label_everything(scene: Scene, person: Any, plan: dict[int, Any]) -> None:
 def _runs(scene: Scene, calibration: Round) -> None:
     """A run of the calibration round (passed) and one of every round, computed in-process."""
     set_threshold(study=scene.study, threshold=0.5)
+    # a declared headline and a change of it (with its reason), both archived
+    declare_headline(
+        study=scene.study,
+        user=scene.owner,
+        coefficient="krippendorff_alpha",
+        facets=["symptom"],
+        threshold=0.8,
+    )
+    declare_headline(
+        study=scene.study,
+        user=scene.owner,
+        coefficient="gwet_ac1",
+        facets=["symptom"],
+        threshold=0.7,
+        reason="prevalence",
+    )
     passed = start_agreement_run(study=scene.study, round=calibration, enqueue=False)
     run_agreement_run(run_id=passed.pk)
     mark_calibration_passed(run=AgreementRun.objects.get(pk=passed.pk), user=scene.owner)

@@ -103,6 +103,20 @@ def api(rule: Rule, methods: frozenset[str] = GET, /, **params: str) -> Route:
     return Route(rule, methods, params)
 
 
+# Rules of routes added beside the table in test_permission_matrix.py; `cases` reads them where
+# the table has none. Per-annotator diagnostics set every annotator's figures side by side: the
+# study's owner (and staff, on the page) only; an annotator gets 404 like a stranger.
+OWNER_OR_STAFF = Rule("study owner or staff", frozenset({"owner", "staff"}))
+ADDED_ROUTES: dict[str, Route] = {
+    "agreement:annotators": page(OWNER_OR_STAFF, study_id="study"),
+    "api-annotator-diagnostics": api(OWNER, study_id="study"),
+    # The declared headline: owners and adjudicators read it, owners declare.
+    "agreement:headline": Route(
+        SEE_ALL, GET_POST, {"study_id": "study"}, by_method={"POST": OWNER}
+    ),
+}
+
+
 # --- the routes the resolver knows --------------------------------------------------------------
 @dataclass(frozen=True)
 class Case:
@@ -145,7 +159,8 @@ def cases(routes: dict[str, Route], variants: dict[str, Route]) -> list[Case]:
     out = []
     for name, pattern in resolver_routes():
         api_view = is_api_view(pattern)
-        out.append(Case(name, name, pattern, rule_of(name, routes), api_view))
+        spec = rule_of(name, routes) or rule_of(name, ADDED_ROUTES)
+        out.append(Case(name, name, pattern, spec, api_view))
         for key, spec in variants.items():
             if key.split("#")[0] == name:
                 variant = key if "#" in key else f"{key}#{next(iter(spec.params.values()))}"

@@ -1,0 +1,126 @@
+# ruff: noqa: RUF001, RUF003 -- α on the page.
+"""The per-annotator diagnostics page, its CSV and the API: who sees them, the same figures in
+each, and a query count that does not grow with the items."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from annotator.studies.models import Membership
+from annotator.studies.services import add_member
+from tests.agreement.test_annotators import facet_of, planted_world
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def world():
+    return planted_world()
+
+
+def page_url(world, **query) -> str:
+    url = reverse("agreement:annotators", args=[world.study.pk])
+    return url + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else "")
+
+
+def api_url(world, **query) -> str:
+    url = reverse("api-annotator-diagnostics", args=[world.study.pk])
+    return url + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else "")
+
+
+def test_the_owner_sees_the_biased_annotator_flagged(client, world):
+    client.force_login(world.owner)
+    response = client.get(page_url(world, round=world.round.number))
+    html = response.content.decode()
+    assert response.status_code == 200
+    biased = world.annotators[2].username
+    assert f'data-annotator="{biased}"' in html
+    assert "α rises without" in html and "Stuart–Maxwell" in html and "Bhapkar" in html
+    flagged = [line for line in html.splitlines() if "data-flagged" in line and "<tr" in line]
+    assert flagged and all(biased in line for line in flagged)
+    assert "<script" not in html.split("</header>")[-1] and "style=" not in html
+
+
+def test_the_report_links_to_the_page_for_the_owner(client, world):
+    client.force_login(world.owner)
+    html = client.get(reverse("agreement:study", args=[world.study.pk])).content.decode()
+    assert reverse("agreement:annotators", args=[world.study.pk]) in html
+
+
+@pytest.mark.parametrize("role", ["annotator", "adjudicator", "stranger"])
+def test_nobody_else_sees_the_page_the_csv_or_the_api(client, world, role):
+    if role == "annotator":
+        person = world.annotators[0]
+    else:
+        person = UserFactory(username=f"someone-{role}")
+        if role == "adjudicator":
+            add_member(study=world.study, user=person, role=Membership.Role.ADJUDICATOR)
+    client.force_login(person)
+    assert client.get(page_url(world)).status_code == 404
+    assert client.get(page_url(world, format="csv")).status_code == 404
+    assert client.get(api_url(world)).status_code == 404
+
+
+def test_staff_see_the_page(client, world):
+    staff = UserFactory(username="staff-person", is_staff=True)
+    client.force_login(staff)
+    assert client.get(page_url(world)).status_code == 200
+
+
+def test_a_round_the_study_does_not_have_is_404_and_a_bad_number_400(client, world):
+    client.force_login(world.owner)
+    assert client.get(page_url(world, round=99)).status_code == 404
+    assert client.get(page_url(world, round="x")).status_code == 400
+    assert client.get(api_url(world, round=99)).status_code == 404
+    assert client.get(api_url(world, round=-1)).status_code == 400
+
+
+def test_the_api_and_the_csv_give_the_page_s_figures(client, world):
+    client.force_login(world.owner)
+    data = client.get(api_url(world, round=world.round.number)).json()
+    page = client.get(page_url(world, round=world.round.number))
+    report = page.context["report"]
+    assert data == _jsonish(report)
+    symptom = facet_of(data, "symptom")
+    html = page.content.decode()
+    for row in symptom["annotators"]:
+        assert f"{row['alpha_without']:.3f}" in html
+        assert f"{row['decision_agreement']:.3f}" in html
+    for pair in symptom["pairs"]:
+        assert f"{pair['stuart_maxwell']['statistic']:.3f}" in html
+    response = client.get(page_url(world, round=world.round.number, format="csv"))
+    assert response["Content-Type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    mine = {r["annotator"]: r for r in rows if r["facet"] == "symptom"}
+    for row in symptom["annotators"]:
+        assert float(mine[row["name"]]["alpha_without"]) == pytest.approx(row["alpha_without"])
+
+
+def _jsonish(value):  # the report through JSON, as the API answers it
+    import json
+
+    return json.loads(json.dumps(value))
+
+
+# The user, the membership (with study and codebook version), the rounds; the label tables
+# (submitted annotations, item count, labels, usernames, prior imports); the assignments with
+# their annotations; the decisions' labels. None per item or per annotator.
+PAGE_QUERY_COUNT = 10
+
+
+@pytest.mark.parametrize("items", [6, 15])
+def test_the_page_s_query_count_does_not_grow_with_the_items(client, items):
+    small = planted_world(items=items, seed=1)
+    client.force_login(small.owner)
+    url = page_url(small)
+    client.get(url)  # the first page keeps whether the top bar shows Import (issues/access.py)
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(url).status_code == 200
+    assert len(queries) == PAGE_QUERY_COUNT, [q["sql"][:90] for q in queries]
