@@ -13,7 +13,8 @@ from typing import Any
 
 from django.db.models import Prefetch, QuerySet
 from django.http import Http404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
@@ -300,3 +301,18 @@ class HistoryApi(generics.ListAPIView):
     def get_queryset(self) -> Any:
         item, _ = _item(self.request, self.kwargs["item_id"], SEE_ALL)
         return name_changes(services.item_history(item=item), names_for(item, self.request.user))
+
+
+class DisagreementAnalyticsApi(APIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("round", int, description="round number; default: every")],
+        responses=OpenApiTypes.OBJECT,
+    )
+    def get(self, request: Request, study_id: int) -> Response:
+        """The disagreement analytics page's figures (owners and adjudicators); names no
+        annotator."""
+        from .analytics import disagreement_analytics, round_of
+
+        study = _membership(request, study_id, SEE_ALL).study
+        round, _ = round_of(study, request.query_params.get("round"))
+        return Response(disagreement_analytics(study=study, round=round))

@@ -13,4 +13,9 @@ urlpatterns = [
     path("items/<int:item_id>/discussion/", api.DiscussionApi.as_view(), name="api-discussion"),
     path("items/<int:item_id>/release/", api.ReleaseApi.as_view(), name="api-release"),
     path("items/<int:item_id>/history/", api.HistoryApi.as_view(), name="api-history"),
+    path(
+        "studies/<int:study_id>/disagreement-analytics/",
+        api.DisagreementAnalyticsApi.as_view(),
+        name="api-disagreement-analytics",
+    ),
 ]

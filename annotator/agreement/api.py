@@ -268,3 +268,24 @@ class AnnotatorDiagnosticsApi(APIView):
         if round is None:
             raise Http404
         return Response(round_annotator_diagnostics(study=study, round=round))
+
+
+class DriftApi(APIView):
+    """Drift within a round (`?round=N`, default the last; `?window=SIZE`, default 10, at least
+    5): headline alpha per window of pairable items and the recalibration prompt, the figures of
+    the page /agreement/studies/<id>/drift/. Owners and adjudicators (404 otherwise)."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("round", int, description="round number; default: last"),
+            OpenApiParameter("window", int, description="items per window; default 10, min 5"),
+        ],
+        responses=OpenApiTypes.OBJECT,
+    )
+    def get(self, request: Request, study_id: int) -> Response:
+        from .drift_service import round_drift
+        from .drift_views import drift_params
+
+        study = _membership(request, study_id).study
+        _, round, size = drift_params(study, request.query_params)
+        return Response(round_drift(study=study, round=round, size=size))

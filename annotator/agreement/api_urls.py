@@ -29,3 +29,6 @@ urlpatterns += [
         name="api-annotator-diagnostics",
     ),
 ]
+urlpatterns += [
+    path("studies/<int:study_id>/drift/", api.DriftApi.as_view(), name="api-drift"),
+]

@@ -114,6 +114,12 @@ ADDED_ROUTES: dict[str, Route] = {
     "agreement:headline": Route(
         SEE_ALL, GET_POST, {"study_id": "study"}, by_method={"POST": OWNER}
     ),
+    # Drift within a round: owners and adjudicators, as the agreement report.
+    "agreement:drift": page(SEE_ALL, study_id="study"),
+    "api-drift": api(SEE_ALL, study_id="study"),
+    # Disagreement analytics: counts, codes and item ids only; owners and adjudicators.
+    "adjudication:analytics": page(SEE_ALL, study_id="study"),
+    "api-disagreement-analytics": api(SEE_ALL, study_id="study"),
 }
 
 
