@@ -26,6 +26,7 @@ from .discussion import after_discussion
 from .headline import headline_context
 from .labels import load_label_table
 from .models import AgreementRun, CalibrationPass
+from .planning import plan_rows
 from .report import facet_view, label_text, method_sentences, trend_chart
 from .services import (
     AgreementError,
@@ -79,6 +80,7 @@ def _render_report(
     }
     if run is not None and run.result:
         context["facets"] = [facet_view(f, threshold) for f in run.result["facets"]]
+        context["plan"] = plan_rows(run.result["facets"])
         context["verdict"] = calibration_verdict(run, threshold)
         context["conventions"] = conventions_of(run.result)
         context["method"] = method_sentences(run.inputs, run.result)
