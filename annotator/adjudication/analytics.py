@@ -27,8 +27,9 @@ from typing import Any
 
 from django.db.models import Count, F, Max, Q
 
-from annotator.params import BadParameter, optional_int
+from annotator.params import BadParameter
 from annotator.studies.models import Annotation, AnnotationLabel, Item, Round, Study
+from annotator.studies.rounds import asked_round
 
 from .models import Decision
 
@@ -41,14 +42,10 @@ SLOWEST = 5
 def round_of(study: Study, value: object) -> tuple[Round | None, list[Round]]:
     """The study's rounds and the one `?round=` names (None: every round); BadParameter
     (a 400 naming `round`) for a value that is no round number of the study."""
-    rounds = list(Round.objects.filter(study=study).order_by("number"))
-    number = optional_int(value, name="round")
-    if number is None:
-        return None, rounds
-    for round in rounds:
-        if round.number == number:
-            return round, rounds
-    raise BadParameter("round", f"the study has no round {number}")
+    asked = asked_round(study, value)
+    if asked.number is not None and asked.round is None:
+        raise BadParameter("round", f"the study has no round {asked.number}")
+    return asked.round, asked.rounds
 
 
 def disagreement_analytics(*, study: Study, round: Round | None = None) -> dict[str, Any]:

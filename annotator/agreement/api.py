@@ -18,9 +18,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotator.dispatch import with_queue_notice
-from annotator.params import optional_int
 from annotator.studies.access import SEE_ALL, membership_or_404
 from annotator.studies.models import Membership, Round
+from annotator.studies.rounds import asked_round
 
 from .models import AgreementRun, CalibrationPass
 from .services import (
@@ -262,9 +262,8 @@ class AnnotatorDiagnosticsApi(APIView):
         from .annotators_service import round_annotator_diagnostics
 
         study = _owner_study(request, study_id).study
-        number = optional_int(request.query_params.get("round"), name="round")
-        rounds = Round.objects.filter(study=study).order_by("-number")
-        round = (rounds.filter(number=number) if number is not None else rounds).first()
+        asked = asked_round(study, request.query_params.get("round"))
+        round = asked.last if asked.number is None else asked.round
         if round is None:
             raise Http404
         return Response(round_annotator_diagnostics(study=study, round=round))

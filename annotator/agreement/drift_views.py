@@ -15,6 +15,7 @@ from django.shortcuts import render
 from annotator.params import BadParameter, optional_int
 from annotator.studies.access import SEE_ALL, membership_or_404
 from annotator.studies.models import Round, Study
+from annotator.studies.rounds import asked_round
 
 from .drift import DEFAULT_WINDOW, MIN_WINDOW, facet_chart
 from .drift_service import round_drift
@@ -24,17 +25,15 @@ MAX_WINDOW = 100_000
 
 def drift_params(study: Study, get: Any) -> tuple[list[Round], Round, int]:
     """(the study's rounds, the round asked for, the window size) from the query string."""
-    rounds = list(Round.objects.filter(study=study).order_by("number"))
-    number = optional_int(get.get("round"), name="round")
+    asked = asked_round(study, get.get("round"))
     size = optional_int(get.get("window"), name="window", minimum=MIN_WINDOW, maximum=MAX_WINDOW)
-    if number is None:
-        if not rounds:
+    if asked.number is None:
+        if asked.last is None:
             raise Http404("No round yet")
-        return rounds, rounds[-1], size or DEFAULT_WINDOW
-    wanted = [r for r in rounds if r.number == number]
-    if not wanted:
-        raise BadParameter("round", f"the study has no round {number}")
-    return rounds, wanted[0], size or DEFAULT_WINDOW
+        return asked.rounds, asked.last, size or DEFAULT_WINDOW
+    if asked.round is None:
+        raise BadParameter("round", f"the study has no round {asked.number}")
+    return asked.rounds, asked.round, size or DEFAULT_WINDOW
 
 
 def drift_page(request: HttpRequest, study_id: int) -> HttpResponse:

@@ -16,9 +16,11 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from annotator.studies.codebook import codebook_schema
 from annotator.studies.models import Annotation, Round, Study
 
 from .models import AgreementRun, HeadlineDeclaration
+from .threshold import judge
 
 Coefficient = HeadlineDeclaration.Coefficient
 
@@ -42,10 +44,6 @@ class HeadlineFigure:
         if self.meets is None:
             return "undefined"
         return "meets it" if self.meets else "does not meet it"
-
-
-def facet_keys(study: Study) -> list[str]:
-    return list(study.codebook_version.facets.order_by("order", "pk").values_list("key", flat=True))
 
 
 def declarations(study: Study) -> list[HeadlineDeclaration]:
@@ -77,7 +75,7 @@ def declare_headline(
     if coefficient not in Coefficient.values:
         choices = ", ".join(Coefficient.values)
         raise HeadlineError(f"field 'coefficient': {coefficient!r} is not one of {choices}")
-    known = facet_keys(study)
+    known = [facet.key for facet in codebook_schema(study.codebook_version).facets]
     chosen = [key for key in known if key in set(facets)]  # codebook order, once each
     if unknown := sorted(set(facets) - set(known)):
         raise HeadlineError(f"field 'facets': no facet {', '.join(map(repr, unknown))} here")
@@ -155,10 +153,11 @@ def figures(declaration: HeadlineDeclaration, run: AgreementRun | None) -> list[
         if name == Coefficient.KRIPPENDORFF_ALPHA:
             name = facet.get("headline", name)
         result = facet["coefficients"].get(name) or {}
-        value, ci = result.get("value"), result.get("ci")
+        ci = result.get("ci")
         interval = (float(ci[0]), float(ci[1])) if ci else None
-        meets = None if value is None else bool(interval and interval[0] >= declaration.threshold)
-        out.append(HeadlineFigure(key, value, interval, result.get("n_pairable_units"), meets))
+        meets = judge(result, declaration.threshold, facet=key).meets  # calibration's rule
+        n = result.get("n_pairable_units")
+        out.append(HeadlineFigure(key, result.get("value"), interval, n, meets))
     return out
 
 

@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from annotator.studies.access import MANAGERS, SEE_ALL, membership_or_404
+from annotator.studies.codebook import codebook_schema
 
 from . import headline
 from .models import HeadlineDeclaration
@@ -48,7 +49,7 @@ def headline_page(request: HttpRequest, study_id: int) -> HttpResponse:
     """GET: owners and adjudicators read the declaration; POST: an owner declares."""
     membership = membership_or_404(request, study_id, SEE_ALL)
     study = membership.study
-    facets = [(f.key, f.name) for f in study.codebook_version.facets.order_by("order", "pk")]
+    facets = [(f.key, f.name) for f in codebook_schema(study.codebook_version).facets]
     declared = headline.declarations(study)
     initial: dict[str, object] = {"coefficient": "krippendorff_alpha"}
     initial["threshold"] = study_threshold(study)

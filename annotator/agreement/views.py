@@ -20,6 +20,7 @@ from annotator.dispatch import warn_if_waiting
 from annotator.params import optional_int
 from annotator.studies.access import MANAGERS, SEE_ALL, membership_or_404
 from annotator.studies.models import Item, Membership, Round, Study
+from annotator.studies.rounds import asked_round
 
 from . import stats
 from .discussion import after_discussion
@@ -171,10 +172,9 @@ def annotator_diagnostics(request: HttpRequest, study_id: int) -> HttpResponse:
     from .annotators_service import diagnostics_csv, round_annotator_diagnostics
 
     study = _owner_or_staff_study(request, study_id)
-    rounds = list(Round.objects.filter(study=study).order_by("number"))
-    number = optional_int(request.GET.get("round"), name="round")
-    wanted = [r for r in rounds if number is None or r.number == number]
-    round = wanted[-1] if wanted else None
+    asked = asked_round(study, request.GET.get("round"))
+    rounds = asked.rounds
+    round = asked.last if asked.number is None else asked.round
     if round is None:
         raise Http404("No such round")
     report = round_annotator_diagnostics(study=study, round=round)

@@ -201,7 +201,8 @@ def discussion(request: HttpRequest, item_id: int) -> HttpResponse:
                 form.add_error("body", str(error))
     comments = list(Comment.objects.filter(item=item).select_related("author"))
     annotations = _annotations(item, request.user, membership)
-    names = names_for(item, request.user)
+    decision = _decision(item)
+    names = names_for(item, request.user, decided=decision is not None)
     name_annotations(annotations, names)
     name_comments(comments, names)
     context = {
@@ -210,7 +211,7 @@ def discussion(request: HttpRequest, item_id: int) -> HttpResponse:
         "form": form,
         "comments": [(c, markdown_html(c.body)) for c in comments],
         "annotations": annotations,
-        "decision": _decision(item),
+        "decision": decision,
         "names_hidden": names.hidden,
     }
     if getattr(request, "htmx", False):
