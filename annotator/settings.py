@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "annotator.agreement",
     "annotator.exports",
     "annotator.backup",
+    "annotator.screening",
     "taxonomy_app",
 ]
 
