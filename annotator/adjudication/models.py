@@ -81,6 +81,9 @@ class Decision(models.Model):
         MAJORITY = "majority", "majority"
         ADJUDICATED = "adjudicated", "adjudicated"
         IMPORTED = "imported", "imported"
+        # One annotation by design: an item of a sampled round outside its reliability sample
+        # (or a study with k = 1). Never "unanimous": nobody was there to disagree.
+        SINGLE = "single", "single annotator"
 
     class Reason(models.TextChoices):
         GUIDELINE_GAP = "guideline-gap", "guideline gap"
@@ -123,7 +126,7 @@ class Decision(models.Model):
 
     @property
     def is_automatic(self) -> bool:
-        return self.source in {self.Source.UNANIMOUS, self.Source.MAJORITY}
+        return self.source in {self.Source.UNANIMOUS, self.Source.MAJORITY, self.Source.SINGLE}
 
 
 class DecisionLabel(models.Model):

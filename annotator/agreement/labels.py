@@ -29,7 +29,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from annotator.studies.codebook import CategoryNode, FacetNode, codebook_schema
-from annotator.studies.models import Annotation, AnnotationLabel, Item, Round
+from annotator.studies.models import Annotation, AnnotationLabel, GoldAnswer, Item, Round
 from taxonomy_app.models import Category, CodebookVersion
 
 from .sql import label_columns, submitted_annotation_columns
@@ -42,6 +42,7 @@ CONVENTIONS = [
     "a multi-choice facet's rating is the set of categories chosen",
     "declared categories: the codebook version's active categories of the facet",
     "units are items, raters are annotators",
+    "items with a gold answer are left out unless the study counts them",
 ]
 
 
@@ -137,8 +138,15 @@ def _fetch(
     items); this reads the same rows in ~0.6 s.
     """
     annotation, version, item, annotator = _scope(study_id, round_id)
+    gold = _gold_left_out(study_id, round_id)
+    if gold.size:
+        kept = ~np.isin(item, gold)
+        annotation, version, item, annotator = (
+            c[kept] for c in (annotation, version, item, annotator)
+        )
     on_version = version == version_id
     counts = {
+        "gold_left_out": int(gold.size),
         "items": _item_count(study_id, round_id),
         "annotations": len(annotation),
         "other_version": int((~on_version).sum()),
@@ -157,6 +165,15 @@ def _fetch(
     mine = annotation[match] == label_annotation  # the id range may hold other studies' labels
     match = match[mine]
     return (item[match], annotator[match], facet[mine], category[mine]), counts
+
+
+def _gold_left_out(study_id: int, round_id: int | None) -> IntArray:
+    """Ids of the items with a gold answer, unless the study counts them in agreement
+    (Study.gold_in_agreement): chosen to teach or to check, not at random."""
+    golds = GoldAnswer.objects.filter(item__study_id=study_id, item__study__gold_in_agreement=False)
+    if round_id is not None:
+        golds = golds.filter(item__round_id=round_id)
+    return np.fromiter(golds.values_list("item_id", flat=True), dtype=np.int64)
 
 
 def _scope(study_id: int, round_id: int | None) -> list[IntArray]:

@@ -68,11 +68,26 @@ def check_compatible(manifest: Manifest) -> None:
     for table in TABLES:
         entry = manifest.table(table.label)
         if entry is None:
+            if made_before(table, manifest.migrations):
+                continue  # an archive from before the table existed: restored without rows
             raise RestoreError(f"{table.member}: missing from the archive")
         _check_fields(table, entry)
     studies = manifest.table("studies.study")
     if studies is not None and studies.rows != 1:
         raise RestoreError(f"{studies.member}: holds {studies.rows} studies; a backup holds one")
+
+
+def made_before(table: Table, heads: dict[str, list[str]]) -> bool:
+    """Whether an archive with these migration heads was made before `table` existed: its
+    app's heads do not reach the migration that created it."""
+    if table.added_in is None:
+        return False
+    app, created = table.added_in
+    graph = MigrationLoader(None, ignore_no_migrations=True).graph
+    reached = {
+        node for name in heads.get(app, []) for node in graph.forwards_plan((app, name))
+    }
+    return (app, created) not in reached
 
 
 def _check_migrations(heads: dict[str, list[str]]) -> None:

@@ -39,6 +39,7 @@ from annotator.studies.models import (
     Annotation,
     AnnotationLabel,
     Assignment,
+    GoldAnswer,
     Invitation,
     Item,
     Membership,
@@ -100,6 +101,10 @@ class Table:
     only: tuple[str, ...] = ()  # when set, the only fields archived
     natural_key: tuple[str, ...] = ()  # rows that may already exist in a target are found by it
     json_refs: JsonRefs = field(default_factory=dict)
+    # (app, migration) that created the table: an archive whose migrations stop before it was
+    # made before the table existed and restores without it (no rows); any later archive must
+    # hold it. Empty for the tables of the first archive format.
+    added_in: tuple[str, str] | None = None
 
     @property
     def member(self) -> str:
@@ -222,6 +227,12 @@ TABLES: list[Table] = [
     Table("studies.assignment", Assignment, _by(Assignment, "item__study")),
     Table("studies.annotation", Annotation, _by(Annotation, "assignment__item__study")),
     Table(
+        "studies.goldanswer",
+        GoldAnswer,
+        _by(GoldAnswer, "item__study"),
+        added_in=("studies", "0009_gold_and_reliability_sample"),
+    ),
+    Table(
         "studies.annotationlabel",
         AnnotationLabel,
         _by(AnnotationLabel, "annotation__assignment__item__study"),
@@ -247,7 +258,12 @@ TABLES: list[Table] = [
         json_refs={"result": (*RUN_REFS, (("raters", "*", "id"), USERS)), "inputs": RUN_REFS},
     ),
     Table("agreement.calibrationpass", CalibrationPass, _by(CalibrationPass, "round__study")),
-    Table("agreement.headlinedeclaration", HeadlineDeclaration, _by(HeadlineDeclaration, "study")),
+    Table(
+        "agreement.headlinedeclaration",
+        HeadlineDeclaration,
+        _by(HeadlineDeclaration, "study"),
+        added_in=("agreement", "0004_headline_declaration"),
+    ),
     # Export records keep their counts, filters and dataset card; files are not archived (they
     # are derived from the labels and decisions, and can be exported again).
     Table("exports.exportjob", ExportJob, _by(ExportJob, "study"), exclude=("file",)),

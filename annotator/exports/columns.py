@@ -94,7 +94,8 @@ def final_dataset_columns(facets: Sequence[FacetSpec]) -> list[Column]:
         Column(
             "decision_source",
             "str",
-            "How the final labels were reached: unanimous, majority, adjudicated or imported",
+            "How the final labels were reached: unanimous, majority, single (one annotator by "
+            "design), adjudicated or imported",
         )
     )
     columns.append(Column("decided_at", "timestamp", "When the decision was recorded (UTC)"))
@@ -167,7 +168,8 @@ LONG_TABLE_COLUMNS = (
     Column(
         "decision_source",
         "str",
-        "On decision rows: unanimous, majority, adjudicated or imported",
+        "On decision rows: unanimous, majority, single (one annotator by design), adjudicated "
+        "or imported",
     ),
     Column(
         "reason",
@@ -218,7 +220,8 @@ def disagreement_columns(facets: Sequence[FacetSpec], annotators: Sequence[str])
         Column(
             "decision_source",
             "str",
-            "How the item was decided: unanimous, majority, adjudicated or imported; empty "
+            "How the item was decided: unanimous, majority, single (one annotator by design), "
+            "adjudicated or imported; empty "
             "while it waits for an adjudicator",
         ),
         *DECISION_NOTE_COLUMNS,

@@ -266,7 +266,7 @@ def decisions_sentence(facts: MethodsFacts, s: Style) -> str:
     decided = sum(facts.decisions.values())
     if not decided:
         return f"None of the {_count(facts.items, 'item')} has final labels yet."
-    order = ("unanimous", "majority", "adjudicated", "imported")
+    order = ("unanimous", "majority", "single", "adjudicated", "imported")
     parts = []
     for source in order:
         n = facts.decisions.get(source, 0)
@@ -286,6 +286,7 @@ def decisions_sentence(facts: MethodsFacts, s: Style) -> str:
 _SOURCE_WORDS = {
     "unanimous": "unanimous",
     "majority": "by majority",
+    "single": "labelled by one annotator (outside the reliability sample)",
     "adjudicated": "adjudicated",
     "imported": "imported from earlier rounds",
 }

@@ -39,7 +39,7 @@ Final dataset — one row per study item, the agreed labels (`final_dataset_colu
     multi-valued          `<facet>`            list of codes (`fix_pattern`)
   · unsure list (keys of the facets any annotator marked unsure in a submitted annotation of
   the item, in the codebook's order; empty when none) · decision_source str (unanimous |
-  majority | adjudicated | imported) · decided_at timestamp · reason str (the adjudication
+  majority | single | adjudicated | imported) · decided_at timestamp · reason str (the adjudication
   reason code; empty for automatic decisions) · comment str (the adjudicator's comment) ·
   confidence int (the adjudicator's, 1 low · 2 medium · 3 high; empty when not said). An
   item marked unsure waits for a

@@ -27,6 +27,7 @@ from .access import SEE_ALL, membership_or_404, own_assignment_or_404, signed_in
 from .codebook import codebook_schema
 from .errors import LabelErrors, StudyError, UnsureError
 from .models import Annotation, AnnotationLabel, Assignment, Membership, Round, Study
+from .services.gold import feedback as gold_feedback
 from .services.progress import study_dashboard
 from .services.unsure import unsure_figures
 
@@ -115,6 +116,16 @@ class SelectionInput(serializers.Serializer):
         default=False,
         help_text="also issues already in other rounds of the study (not those in this round)",
     )
+    reliability_share = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=99,
+        help_text="main rounds: this percentage of the items (stratified by repository) goes to "
+        "k annotators, the rest to one; omitted: every item to k",
+    )
+    reliability_seed = serializers.IntegerField(
+        required=False, min_value=0, max_value=BIGINT_MAX, help_text="the reliability sample's seed"
+    )
 
 
 class SelectionOutput(serializers.Serializer):
@@ -127,6 +138,9 @@ class SelectionOutput(serializers.Serializer):
     stratified_by = serializers.CharField()
     strata = serializers.DictField()
     added = serializers.IntegerField()
+    reliability_share = serializers.IntegerField(allow_null=True)
+    reliability_seed = serializers.IntegerField(allow_null=True)
+    reliability_strata = serializers.DictField()
     method_text = serializers.CharField()
 
 
@@ -343,7 +357,15 @@ class SelectionCreateApi(APIView):
         if round is None:
             raise ValidationError({"round": "no such round in this study"})
         options = {
-            k: values.pop(k, None) for k in ("sample_size", "seed", "stratify", "repeat_issues")
+            k: values.pop(k, None)
+            for k in (
+                "sample_size",
+                "seed",
+                "stratify",
+                "repeat_issues",
+                "reliability_share",
+                "reliability_seed",
+            )
         }
         try:
             selection = services.select_issues(
@@ -434,6 +456,34 @@ class SubmitApi(_WorkApi):
     @extend_schema(request=WorkInput, responses=AnnotationOutput)
     def post(self, request: Request, assignment_id: int) -> Response:
         return self._out(request, self._run(request, assignment_id))
+
+
+class FeedbackFacetOutput(serializers.Serializer):
+    key = serializers.CharField()
+    name = serializers.CharField()
+    mine = serializers.ListField(child=serializers.CharField(), help_text="'CODE · name'")
+    gold = serializers.ListField(child=serializers.CharField())
+    match = serializers.BooleanField()
+
+
+class FeedbackOutput(serializers.Serializer):
+    assignment = serializers.IntegerField(source="assignment.pk")
+    matched = serializers.IntegerField()
+    facets = FeedbackFacetOutput(many=True)
+    rationale = serializers.CharField()
+
+
+class FeedbackApi(APIView):
+    """The gold answer beside the caller's labels, once they submitted an item of a training
+    round that has one; 404 before the submit (and for any other assignment)."""
+
+    @extend_schema(responses=FeedbackOutput)
+    def get(self, request: Request, assignment_id: int) -> Response:
+        assignment = _own_assignment(request, assignment_id, write=True)
+        shown = gold_feedback(assignment)
+        if shown is None:
+            raise NotFound("no gold answer to show for this assignment")
+        return Response(FeedbackOutput(shown).data)
 
 
 class SkipApi(APIView):

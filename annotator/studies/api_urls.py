@@ -32,6 +32,11 @@ urlpatterns = [
     path("assignments/<int:assignment_id>/draft/", api.DraftSaveApi.as_view(), name="api-draft"),
     path("assignments/<int:assignment_id>/submit/", api.SubmitApi.as_view(), name="api-submit"),
     path("assignments/<int:assignment_id>/skip/", api.SkipApi.as_view(), name="api-skip"),
+    path(
+        "assignments/<int:assignment_id>/feedback/",
+        api.FeedbackApi.as_view(),
+        name="api-feedback",
+    ),
     # api_more: study update, rounds, items, one's own assignments, selection records, invitations
     path(
         "studies/<int:study_id>/update/",

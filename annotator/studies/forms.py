@@ -35,7 +35,13 @@ class StudyForm(forms.ModelForm):
 class StudyEditForm(forms.ModelForm):
     class Meta:
         model = Study
-        fields = ["name", "overlap_k", "guidelines", "route_unsure_to_adjudication"]
+        fields = [
+            "name",
+            "overlap_k",
+            "guidelines",
+            "route_unsure_to_adjudication",
+            "gold_in_agreement",
+        ]
         widgets = {"guidelines": forms.Textarea(attrs={"rows": 12})}
 
 
@@ -74,7 +80,11 @@ class RoleForm(forms.Form):
     role = forms.ChoiceField(choices=Membership.Role.choices)
 
 
-NEW_ROUND = {"new-main": Round.Kind.MAIN, "new-calibration": Round.Kind.CALIBRATION}
+NEW_ROUND = {
+    "new-main": Round.Kind.MAIN,
+    "new-calibration": Round.Kind.CALIBRATION,
+    "new-training": Round.Kind.TRAINING,
+}
 
 
 class SelectionForm(forms.Form):
@@ -107,12 +117,31 @@ class SelectionForm(forms.Form):
     stratify = forms.BooleanField(
         required=False, initial=True, label="Stratify the sample by repository"
     )
+    reliability_share = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=99,
+        label="Reliability sample (%)",
+        help_text="Main rounds: this share of the items, stratified by repository, goes to k "
+        "annotators and the rest to one. Empty: every item to k.",
+    )
+    reliability_seed = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=BIGINT_MAX,
+        label="Reliability sample seed",
+        help_text="empty: a random seed (recorded)",
+    )
 
     def __init__(self, *args: Any, study: Study, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         open_rounds = study.rounds.filter(closed_at=None)  # a closed round takes no issues
         rounds = [(str(r.pk), f"Round {r.number} ({r.kind})") for r in open_rounds]
-        new = [("new-main", "A new main round"), ("new-calibration", "A new calibration round")]
+        new = [
+            ("new-main", "A new main round"),
+            ("new-calibration", "A new calibration round"),
+            ("new-training", "A new training round (gold answers shown after each submit)"),
+        ]
         choice = self.fields["round"]
         assert isinstance(choice, forms.ChoiceField)
         choice.choices = [*rounds, *new]

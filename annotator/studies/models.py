@@ -44,6 +44,13 @@ class Study(models.Model):
         help_text="An item where an annotator marked a facet unsure goes to the disagreement "
         "queue even when every annotator chose the same labels (also by majority).",
     )
+    # Items with a gold answer (GoldAnswer) are left out of the study's agreement runs unless
+    # this is set: they were chosen to teach or to check, not at random.
+    gold_in_agreement = models.BooleanField(
+        default=False,
+        verbose_name="count gold items in agreement",
+        help_text="Items with a gold answer are left out of agreement runs unless this is set.",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -167,6 +174,10 @@ class Round(models.Model):
     class Kind(models.TextChoices):
         CALIBRATION = "calibration", "calibration (every annotator labels every item)"
         MAIN = "main", "main (k annotators per item)"
+        TRAINING = "training", "training (every annotator; the gold answer shown after submitting)"
+
+    # Kinds in which every annotator labels every item (the quota follows the membership).
+    EVERY_ANNOTATOR = (Kind.CALIBRATION, Kind.TRAINING)
 
     class Closed(models.TextChoices):
         IMPORTED = "imported", "imported from earlier labels"
@@ -224,6 +235,12 @@ class Selection(models.Model):
     repeat_issues = models.BooleanField(
         default=False, help_text="issues already in other rounds of the study were candidates"
     )
+    # Reliability on a sample: this share (percent) of the selected items, drawn with its own
+    # seed and stratified by repository, goes to k annotators; the rest to one.
+    # None: every item at k. {"OWNER/NAME": {"items": n, "double": n}} per stratum.
+    reliability_share = models.PositiveSmallIntegerField(null=True, blank=True)
+    reliability_seed = models.BigIntegerField(null=True, blank=True)
+    reliability_strata = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -262,7 +279,15 @@ class Selection(models.Model):
             f"{name} {counts['sampled']}/{counts['matched']}"
             for name, counts in self.strata.items()
         )
-        return f"{text} Per repository (kept/matched): {parts or 'none'}."
+        text = f"{text} Per repository (kept/matched): {parts or 'none'}."
+        if self.reliability_share is not None:
+            double = sum(c["double"] for c in self.reliability_strata.values())
+            text += (
+                f" Reliability sample: {self.reliability_share}% of the {self.sampled} items"
+                f" ({double}), stratified by repository, seed {self.reliability_seed}, labelled"
+                f" by k annotators each; the other {self.sampled - double} by one."
+            )
+        return text
 
 
 class ItemQuerySet(models.QuerySet["Item"]):
@@ -286,6 +311,9 @@ class Item(models.Model):
     # clusters at the front.
     position = models.PositiveIntegerField(default=0)
     quota = models.PositiveSmallIntegerField(help_text="annotators this item needs")
+    # False for the items of a sampled round left out of its reliability sample: one annotator
+    # labels them (quota 1) whatever k is, and they carry no agreement.
+    reliability_sample = models.BooleanField(default=True)
     active_count = models.PositiveSmallIntegerField(default=0, help_text="assigned or submitted")
     submitted_count = models.PositiveSmallIntegerField(default=0)
     # Set by the owner to open the item for discussion (adjudication); until then annotators
@@ -437,6 +465,29 @@ class Annotation(models.Model):
 
     def __str__(self) -> str:
         return f"annotation {self.pk} ({self.status})"
+
+
+class GoldAnswer(models.Model):
+    """The answer an owner set for an item: what a training round shows each annotator right
+    after they submit (never before), and what their accuracy is measured against.
+
+    Labels as {facet key: [category codes]} of the study's codebook version, as on
+    `Annotation.revision`: codes, not ids, so the answer reads the same in a backup."""
+
+    item = models.OneToOneField(Item, on_delete=models.CASCADE, related_name="gold")
+    labels = models.JSONField(default=dict)
+    rationale = models.TextField(blank=True)
+    set_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["item_id"]
+
+    def __str__(self) -> str:
+        return f"gold answer of item {self.item_id}"
 
 
 class AnnotationLabel(models.Model):

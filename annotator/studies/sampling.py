@@ -65,3 +65,9 @@ def shuffled(ids: Sequence[int], seed: int) -> list[int]:
     ordered = sorted(ids)
     random.Random(seed).shuffle(ordered)
     return ordered
+
+
+def share_size(n: int, percent: int) -> int:
+    """How many of `n` units a share of `percent` % takes: ⌈n·percent/100⌉ (at least the share;
+    every unit at 100 %)."""
+    return min(n, -(-n * percent // 100))

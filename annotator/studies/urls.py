@@ -2,7 +2,7 @@ from django.urls import path
 
 from annotator.backup.urls import study_urlpatterns as backup_urlpatterns
 
-from .views import annotate, dashboard, studies
+from .views import annotate, dashboard, gold, studies
 
 app_name = "studies"
 
@@ -30,9 +30,12 @@ urlpatterns = [
     path("<int:study_id>/annotate/", annotate.annotate_next, name="annotate_next"),
     path("<int:study_id>/mine/", annotate.my_items, name="mine"),
     path("items/<int:item_id>/", dashboard.item_detail, name="item"),
+    path("items/<int:item_id>/gold/", gold.gold_edit, name="gold"),
+    path("items/<int:item_id>/gold/remove/", gold.gold_delete, name="gold_delete"),
     path("assignments/<int:assignment_id>/", annotate.annotate, name="assignment"),
     path("assignments/<int:assignment_id>/draft/", annotate.save_draft, name="draft"),
     path("assignments/<int:assignment_id>/submit/", annotate.submit, name="submit"),
     path("assignments/<int:assignment_id>/skip/", annotate.skip, name="skip"),
     path("assignments/<int:assignment_id>/propose/", annotate.propose, name="propose"),
+    path("assignments/<int:assignment_id>/feedback/", gold.feedback, name="feedback"),
 ]

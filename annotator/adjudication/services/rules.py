@@ -21,7 +21,7 @@ LabelSets = Mapping[int, frozenset[int]]
 class Outcome:
     agreement: float
     disagreeing: tuple[int, ...]  # facet ids where the annotations differ
-    source: str | None  # "unanimous", "majority" or None: the item goes to the queue
+    source: str | None  # "unanimous", "majority", "single" or None: the item goes to the queue
     labels: dict[int, frozenset[int]] = field(default_factory=dict)
     unsure: tuple[str, ...] = ()  # keys of the facets some annotator marked unsure
 
@@ -71,7 +71,11 @@ def _automatic(
     *,
     majority: bool,
 ) -> Outcome:
-    """The unanimous or majority decision the labels allow, else none."""
+    """The unanimous or majority decision the labels allow, else none; one annotation (a
+    single-annotator item) stands as it is, as "single"."""
+    if len(annotations) == 1:
+        labels = {f: next(iter(c)) for f, c in per_facet.items()}
+        return Outcome(agreement, disagreeing, "single", labels)
     if not disagreeing:
         labels = {f: next(iter(c)) for f, c in per_facet.items()}
         return Outcome(agreement, disagreeing, "unanimous", labels)

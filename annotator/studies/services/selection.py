@@ -61,16 +61,24 @@ def select_issues(
     stratify: bool = True,
     user: Any = None,
     repeat_issues: bool = False,
+    reliability_share: int | None = None,
+    reliability_seed: int | None = None,
 ) -> Selection:
     """Add the issues matching `filters` to `round`, or a random sample of `sample_size` of them
     (proportionally stratified by repository unless `stratify` is false), and record the
     filters, counts and seed. Items are ordered by a shuffle seeded with the same seed. Issues
     already in the study are left out, unless `repeat_issues`: then only those already in
-    `round`. A closed round takes no more issues."""
+    `round`. A closed round takes no more issues.
+
+    `reliability_share` (percent, main rounds): reliability on a sample. That share of the
+    selected items, ⌈n·share/100⌉ drawn with `reliability_seed` (random when None) and
+    stratified by repository, goes to k annotators; the other items to one annotator each,
+    marked out of the reliability sample. The share, its seed and its strata are recorded."""
     if round.study_id != study.pk:
         raise StudyError("field 'round': choose a round of this study")
     if sample_size is not None and sample_size < 1:
         raise StudyError("field 'sample_size': sample at least one issue, or leave it empty")
+    _check_share(study, round, reliability_share)
     Study.objects.select_for_update().get(pk=study.pk)  # one selection at a time
     if Round.objects.select_for_update().filter(pk=round.pk, closed_at__isnull=False).exists():
         raise StudyError(f"field 'round': round {round.number} is closed; choose an open round")
@@ -79,7 +87,24 @@ def select_issues(
     )
     seed = seed if seed is not None else secrets.randbelow(2**31)
     chosen, strata = _sample(candidates, sample_size, seed, stratify)
-    _add_items(study, round, chosen, seed)
+    single: set[int] = set()
+    double: dict[str, dict[str, int]] = {}
+    if reliability_share is not None:
+        if reliability_seed is None:
+            reliability_seed = secrets.randbelow(2**31)
+        repository = dict(candidates)
+        units = [(pk, repository[pk]) for pk in chosen]
+        drawn = sampling.stratified_sample(
+            units, sampling.share_size(len(units), reliability_share), reliability_seed
+        )
+        single = set(chosen) - set(drawn.ids)
+        double = {
+            name: {"items": counts["matched"], "double": counts["sampled"]}
+            for name, counts in drawn.strata.items()
+        }
+    else:
+        reliability_seed = None
+    _add_items(study, round, chosen, seed, single)
     return Selection.objects.create(
         study=study,
         round=round,
@@ -92,8 +117,30 @@ def select_issues(
         sampled=len(chosen),
         added=len(chosen),
         repeat_issues=repeat_issues,
+        reliability_share=reliability_share,
+        reliability_seed=reliability_seed,
+        reliability_strata=double,
         created_by=user,
     )
+
+
+def _check_share(study: Study, round: Round, share: int | None) -> None:
+    if share is None:
+        return
+    if not 1 <= share <= 99:
+        raise StudyError(
+            "field 'reliability_share': a share from 1 to 99 %, or empty for every item at k"
+        )
+    if round.kind != Round.Kind.MAIN:
+        raise StudyError(
+            f"field 'reliability_share': round {round.number} is a {round.kind} round, where "
+            "every annotator labels every item; a reliability sample is for main rounds"
+        )
+    if study.overlap_k < 2:
+        raise StudyError(
+            "field 'reliability_share': the study's k is 1, so no item is labelled twice; "
+            "set k to 2 or more for a reliability sample"
+        )
 
 
 def _sample(
@@ -114,11 +161,22 @@ def _sample(
     return ids, strata
 
 
-def _add_items(study: Study, round: Round, issue_ids: list[int], seed: int) -> None:
+def _add_items(
+    study: Study, round: Round, issue_ids: list[int], seed: int, single: set[int]
+) -> None:
+    """The issues as items of `round` in a seeded order; those in `single` (left out of a
+    reliability sample) at quota 1."""
     start = (Item.objects.filter(round=round).aggregate(n=Max("position"))["n"] or 0) + 1
     quota = item_quota(study, round)
     Item.objects.bulk_create(
-        Item(study=study, round=round, issue_id=pk, position=start + i, quota=quota)
+        Item(
+            study=study,
+            round=round,
+            issue_id=pk,
+            position=start + i,
+            quota=1 if pk in single else quota,
+            reliability_sample=pk not in single,
+        )
         for i, pk in enumerate(sampling.shuffled(issue_ids, seed))
     )
     if issue_ids and connection.vendor == "postgresql":

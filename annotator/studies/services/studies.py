@@ -62,13 +62,15 @@ def update_study(
     guidelines: str,
     overlap_k: int,
     route_unsure_to_adjudication: bool | None = None,
+    gold_in_agreement: bool | None = None,
 ) -> Study:
     """Rename the study, rewrite its guidelines, change k while no open main round has a
     submitted label (StudyError naming the round otherwise), or turn
     the routing of unsure labels to adjudication on or off (None: kept as it is). A change of
     the routing applies the decision rules again at once to the complete items no person
     decided: on, an agreed item with an unsure label loses its automatic decision and waits in
-    the queue; off, it is decided again if its labels agree."""
+    the queue; off, it is decided again if its labels agree. `gold_in_agreement` (None: kept)
+    counts the items with a gold answer in agreement runs from the next run on."""
     if not name.strip():
         raise StudyError("field 'name': name the study")
     if overlap_k < 1:
@@ -85,12 +87,23 @@ def update_study(
     route = stored if route_unsure_to_adjudication is None else bool(route_unsure_to_adjudication)
     study.name, study.guidelines, study.overlap_k = name.strip(), guidelines, overlap_k
     study.route_unsure_to_adjudication = route
-    study.save(update_fields=["name", "guidelines", "overlap_k", "route_unsure_to_adjudication"])
-    # A smaller k never takes labels back: an item keeps at least the slots already used.
-    # A closed round (imported, complete, closed by an owner) keeps its quotas.
-    Item.objects.filter(study=study, round__kind=Round.Kind.MAIN, round__closed_at=None).update(
-        quota=Greatest(overlap_k, F("active_count"))
+    if gold_in_agreement is not None:
+        study.gold_in_agreement = bool(gold_in_agreement)
+    study.save(
+        update_fields=[
+            "name",
+            "guidelines",
+            "overlap_k",
+            "route_unsure_to_adjudication",
+            "gold_in_agreement",
+        ]
     )
+    # A smaller k never takes labels back: an item keeps at least the slots already used.
+    # A closed round (imported, complete, closed by an owner) keeps its quotas, and so do the
+    # items a sampled round left out of its reliability sample (one annotator each).
+    Item.objects.filter(
+        study=study, round__kind=Round.Kind.MAIN, round__closed_at=None, reliability_sample=True
+    ).update(quota=Greatest(overlap_k, F("active_count")))
     if route != stored:
         reapply_decision_rules(study=study)
     return study
@@ -341,18 +354,19 @@ def round_for_selection(*, study: Study, kind: str) -> Round:
 
 
 def item_quota(study: Study, round: Round) -> int:
-    """How many annotators an item of `round` needs: k, or every annotator in calibration."""
-    if round.kind == Round.Kind.CALIBRATION:
+    """How many annotators an item of `round` needs: k, or every annotator in calibration and
+    training."""
+    if round.kind in Round.EVERY_ANNOTATOR:
         return max(1, study.memberships.filter(role=Role.ANNOTATOR).count())
     return study.overlap_k
 
 
 def _sync_calibration_quota(study: Study) -> None:
-    """Every annotator labels every item of an open calibration round; a closed round's items
-    keep their quota (a new member is not handed its historical items)."""
+    """Every annotator labels every item of an open calibration or training round; a closed
+    round's items keep their quota (a new member is not handed its historical items)."""
     count = study.memberships.filter(role=Role.ANNOTATOR).count()
     open_calibration = Item.objects.filter(
-        study=study, round__kind=Round.Kind.CALIBRATION, round__closed_at=None
+        study=study, round__kind__in=Round.EVERY_ANNOTATOR, round__closed_at=None
     )
     open_calibration.update(quota=Greatest(max(count, 1), F("active_count")))
 

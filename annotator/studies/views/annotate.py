@@ -29,6 +29,7 @@ from ..codebook import CodebookSchema, codebook_schema
 from ..errors import LabelErrors, StudyError
 from ..forms import SkipForm
 from ..models import Annotation, AnnotationLabel, Assignment, Membership
+from ..services.gold import gold_after_submit
 from ..services.progress import annotator_share
 from .facets import facets_html
 
@@ -199,6 +200,9 @@ def submit(request: HttpRequest, assignment_id: int) -> HttpResponse:
         return _form_again(request, assignment, work, error.errors, "")
     except StudyError as error:
         return _form_again(request, assignment, work, {}, str(error))
+    if gold_after_submit(assignment.item_id):
+        url = reverse("studies:feedback", args=[assignment.pk])
+        return HttpResponseClientRedirect(url) if getattr(request, "htmx", False) else redirect(url)
     return _go_next(request, assignment)
 
 

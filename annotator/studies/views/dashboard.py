@@ -11,7 +11,8 @@ from django.shortcuts import render
 from annotator.adjudication.blind import name_annotations, names_for
 
 from ..access import SEE_ALL, membership_or_404, signed_in
-from ..models import Annotation, AnnotationLabel, Item, Membership
+from ..models import Annotation, AnnotationLabel, GoldAnswer, Item, Membership
+from ..services.gold import gold_accuracy
 from ..services.progress import RoundRow, study_dashboard
 from ..services.unsure import UnsureFigures, unsure_figures
 
@@ -22,7 +23,12 @@ def dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
     rounds = [
         _with_unsure(row, figures[row.round.pk]) for row in study_dashboard(study=membership.study)
     ]
-    context = {"study": membership.study, "membership": membership, "rounds": rounds}
+    context = {
+        "study": membership.study,
+        "membership": membership,
+        "rounds": rounds,
+        "accuracy": gold_accuracy(study=membership.study),
+    }
     if getattr(request, "htmx", False):
         return render(request, "studies/dashboard.html#dashboard-figures", context)
     return render(request, "studies/dashboard.html", context)
@@ -58,5 +64,8 @@ def item_detail(request: HttpRequest, item_id: int) -> HttpResponse:
         raise Http404("No such item")
     shown = list(annotations)
     name_annotations(shown, names_for(item, request.user))
-    context = {"item": item, "annotations": shown, "membership": membership}
+    # The gold answer is for owners and adjudicators only: an annotator meets it on the
+    # feedback page of a training round, after their own submit, and nowhere else.
+    gold = GoldAnswer.objects.filter(item=item).first() if membership.sees_all_labels else None
+    context = {"item": item, "annotations": shown, "membership": membership, "gold": gold}
     return render(request, "studies/item_detail.html", context)

@@ -8,6 +8,7 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model, login
 from django.contrib.auth.decorators import login_not_required
 from django.contrib.auth.forms import AuthenticationForm
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -336,18 +337,26 @@ def select(request: HttpRequest, study_id: int) -> HttpResponse:
 def _select(request: HttpRequest, study: Study, form: SelectionForm) -> HttpResponse:
     data = form.cleaned_data
     choice = data["round"]
-    if choice in NEW_ROUND:
-        round = services.round_for_selection(study=study, kind=NEW_ROUND[choice])
-    else:
-        round = Round.objects.get(study=study, pk=int(choice))
-    selection = services.select_issues(
-        study=study,
-        round=round,
-        filters=form.filters(),
-        sample_size=data["sample_size"],
-        seed=data["seed"],
-        stratify=data["stratify"],
-        user=request.user,
-    )
+    try:
+        with transaction.atomic():  # a refused selection leaves no new round behind
+            if choice in NEW_ROUND:
+                round = services.round_for_selection(study=study, kind=NEW_ROUND[choice])
+            else:
+                round = Round.objects.get(study=study, pk=int(choice))
+            selection = services.select_issues(
+                study=study,
+                round=round,
+                filters=form.filters(),
+                sample_size=data["sample_size"],
+                seed=data["seed"],
+                stratify=data["stratify"],
+                user=request.user,
+                reliability_share=data["reliability_share"],
+                reliability_seed=data["reliability_seed"],
+            )
+    except StudyError as error:
+        form.add_error(None, str(error))
+        context = {"study": study, "form": form, "preview": None}
+        return render(request, "studies/select.html", context, status=400)
     messages.success(request, f"Added {selection.added} issues to round {round.number}.")
     return redirect(reverse("studies:detail", args=[study.pk]) + "#method")
