@@ -19,6 +19,12 @@ ROWS = [
 ]
 
 
+# Stored beside the headline set (summary.MORE_COEFFICIENTS), shown under it.
+MORE_ROWS = [
+    ("brennan_prediger", "Brennan–Prediger κ (= Bennett's S, Randolph's κ)"),
+    ("conger_kappa", "Conger's κ"),
+    ("light_kappa", "Light's κ (mean pairwise Cohen's κ)"),
+]
 LABELS = dict(ROWS)
 MOST_CONFUSED = 5
 
@@ -28,11 +34,14 @@ def facet_view(facet: dict[str, Any], threshold: float) -> dict[str, Any]:
     coefficients = facet["coefficients"]
     headline = coefficients[facet["headline"]]
     rows = [_row(name, label, coefficients[name]) for name, label in ROWS if name in coefficients]
+    more = facet.get("more_coefficients") or {}
+    more_rows = [_row(name, label, more[name]) for name, label in MORE_ROWS if name in more]
     pairs = facet["pairwise_cohen"]
     judgement = judge(headline, threshold, facet=facet["key"])
     return {
         **facet,
         "rows": rows,
+        "more_rows": more_rows,
         "headline_label": LABELS.get(facet["headline"], facet["headline"]),
         "headline_value": headline["value"],
         "headline_ci": headline["ci"],

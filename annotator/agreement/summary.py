@@ -22,6 +22,19 @@ COEFFICIENTS = ("krippendorff_alpha", "fleiss_kappa", "gwet_ac1", "percent_agree
 # binary α from one coincidence matrix instead; the values are the same.
 PER_CATEGORY_JACKKNIFE_LIMIT = 200_000
 
+# Stored beside the headline set, never instead of it (reporting only the most favourable
+# coefficient is the antipattern they answer): Brennan-Prediger (= Bennett's S = Randolph's
+# free-marginal kappa, one formula), Conger's kappa (each rater's own marginals) and Light's
+# kappa (the mean pairwise Cohen's kappa). Their jackknife costs ~0.45 s per facet at 100,000
+# pairable units, so above MORE_LIMIT they are left out of the run (stats.py computes them on
+# an export's table) and the run says so.
+MORE_COEFFICIENTS = ("brennan_prediger", "conger_kappa", "light_kappa")
+MORE_LIMIT = 20_000
+MORE_RULE = (
+    f"Brennan-Prediger, Conger's and Light's kappa are stored when a facet has at most "
+    f"{MORE_LIMIT:,} pairable units"
+)
+
 HIERARCHY_Q_RULE = (
     "the leaves of the hierarchy (the categories at the level compared; at a coarser level, "
     "the leaves' ancestors there), plus any group actually given among the pairable ratings"
@@ -83,7 +96,16 @@ def facet_summary(
         "levels": _levels(table, parent, coefficients),
         "pairwise_cohen": _pairwise(table, rater_names),
         "confusion": stats.confusion_matrix(table).to_dict(),
+        "more_coefficients": more_coefficients(table, alpha.n_pairable_units),
     }
+
+
+def more_coefficients(table: RatingTable, pairable_units: int) -> dict[str, Any]:
+    """The coefficients stored beside the headline set (MORE_COEFFICIENTS), on the same
+    table and conventions; empty above MORE_LIMIT pairable units (MORE_RULE)."""
+    if pairable_units > MORE_LIMIT:
+        return {}
+    return {name: getattr(stats, name)(table).to_dict() for name in MORE_COEFFICIENTS}
 
 
 def facet_coefficients(
@@ -223,6 +245,7 @@ def conventions() -> dict[str, Any]:
         "bootstrap": None,
         "pairwise_cohen": PAIRWISE,
         "threshold": THRESHOLD_RULE,
+        "more_coefficients": MORE_RULE,
     }
 
 
