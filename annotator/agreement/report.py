@@ -170,7 +170,13 @@ def method_sentences(inputs: dict[str, Any], result: dict[str, Any]) -> list[str
         f"labelled items (of {counts.get('items', '?')} items), {inputs.get('labels', '?')} "
         f"labels by {inputs.get('raters', len(result.get('raters', [])))} annotators. "
         f"Annotations on another codebook version were left out "
-        f"({counts.get('other_version', 0)}); drafts never count.",
+        f"({counts.get('other_version', 0)}); drafts never count."
+        + (
+            f" Items with a gold answer were left out ({counts['gold_left_out']}): chosen to "
+            "teach or check, not at random."
+            if counts.get("gold_left_out")
+            else ""
+        ),
         "Units: a unit is an item and a rater an annotator; each facet is its own table of "
         "units × annotators, with the codebook version's categories of the facet declared.",
         "Pairable units: " + _pairable(result) + ". " + _capital(conventions["population"]) + ".",

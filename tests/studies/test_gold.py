@@ -9,6 +9,7 @@ import pytest
 from django.urls import reverse
 
 from annotator.agreement.labels import load_label_table
+from annotator.agreement.services import run_agreement_run, start_agreement_run
 from annotator.studies.models import Assignment, GoldAnswer, Item, Round
 from annotator.studies.services import (
     StudyError,
@@ -234,3 +235,20 @@ def test_gold_items_stay_out_of_agreement_unless_counted():
     )
     table = load_label_table(study_id=world.study.pk, version=world.version, round_id=training.pk)
     assert table.counts["gold_left_out"] == 0 and table.facets[0].table.n_units == 2
+
+
+def test_the_report_says_how_many_gold_items_were_left_out(client):
+    world, training = training_world(items=2)
+    for person in world.annotators:
+        for _ in range(2):
+            assignment = _training_assignment(world, person)
+            submit_annotation(
+                assignment=assignment, user=person, labels=world.labels(screening="relevant")
+            )
+    run = start_agreement_run(study=world.study, enqueue=False)
+    run_agreement_run(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.inputs["counts"]["gold_left_out"] == 2
+    client.force_login(world.owner)
+    html = client.get(reverse("agreement:study", args=[world.study.pk])).content.decode()
+    assert "Items with a gold answer were left out (2)" in html
