@@ -238,7 +238,7 @@ def test_gold_items_stay_out_of_agreement_unless_counted():
 
 
 def test_the_report_says_how_many_gold_items_were_left_out(client):
-    world, training = training_world(items=2)
+    world, _training = training_world(items=2)
     for person in world.annotators:
         for _ in range(2):
             assignment = _training_assignment(world, person)
