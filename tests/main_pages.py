@@ -18,11 +18,18 @@ from annotator.accounts.services import create_api_token
 from annotator.adjudication.services import post_comment, release_item
 from annotator.agreement.services import run_agreement_run, start_agreement_run
 from annotator.exports.services import run_export_job, start_export_job
-from annotator.studies.models import Membership
-from annotator.studies.services import create_invitation
+from annotator.studies import sql
+from annotator.studies.models import Item, Membership, Round
+from annotator.studies.services import (
+    create_invitation,
+    create_round,
+    select_issues,
+    submit_annotation,
+)
+from annotator.studies.services.gold import set_gold
 from taxonomy_app.services import add_category, start_draft
 from tests.adjudication.helpers import Scene, label_next, make_scene
-from tests.factories import IssueCommentFactory
+from tests.factories import IssueCommentFactory, IssueFactory
 
 # Who reads a page: the study's owner, its first annotator, its adjudicator, or nobody signed in.
 OWNER, ANNOTATOR, ADJUDICATOR, SIGNED_OUT = "owner", "annotator", "adjudicator", "signed out"
@@ -89,6 +96,23 @@ def main_pages() -> MainPages:
         definition="Loss drifts between ranks without an error.",
         user=owner,
     )
+    # A training round's item with a gold answer, which the first annotator has submitted: the
+    # feedback page (handed out directly; the main round's items come first in the queue).
+    training = create_round(study=study, kind=Round.Kind.TRAINING)
+    repository = scene.world.issues[0].repository
+    IssueFactory(repository=repository, title="Training: all-reduce hangs at step 0")
+    select_issues(study=study, round=training, filters={"repository": repository.pk}, seed=5)
+    trained = Item.objects.get(round=training)
+    gold = scene.world.labels(screening="relevant", symptom="hang")
+    set_gold(item=trained, user=owner, labels=gold, rationale="The job stops without an error.")
+    set_gold(item=decided, user=owner, labels=gold, rationale="Agreed by both annotators.")
+    first = scene.annotators[0]
+    practice = sql.create_assignment(trained.pk, first.pk)
+    submit_annotation(
+        assignment=practice,
+        user=first,
+        labels=scene.world.labels(screening="relevant", symptom="oom"),
+    )
     create_api_token(user=owner, name="notebook", days=30)
     invitation = create_invitation(study=study, user=owner)
     uid = urlsafe_base64_encode(force_bytes(owner.pk))
@@ -105,6 +129,8 @@ def main_pages() -> MainPages:
         Page("study edit", OWNER, reverse("studies:edit", args=[s])),
         Page("select", OWNER, reverse("studies:select", args=[s])),
         Page("item detail", OWNER, reverse("studies:item", args=[disputed.pk])),
+        Page("gold answer", OWNER, reverse("studies:gold", args=[decided.pk])),
+        Page("gold removal", OWNER, reverse("studies:gold_delete", args=[decided.pk])),
         Page("agreement report", OWNER, reverse("agreement:study", args=[s])),
         Page("declared headline", OWNER, reverse("agreement:headline", args=[s])),
         Page("annotator diagnostics", OWNER, reverse("agreement:annotators", args=[s])),
@@ -129,6 +155,7 @@ def main_pages() -> MainPages:
         Page("password change", OWNER, reverse("password_change")),
         Page("annotate", ANNOTATOR, reverse("studies:annotate_next", args=[s])),
         Page("my items", ANNOTATOR, reverse("studies:mine", args=[s])),
+        Page("gold feedback", ANNOTATOR, reverse("studies:feedback", args=[practice.pk])),
         Page("adjudication queue", ADJUDICATOR, reverse("adjudication:queue", args=[s])),
         Page("adjudicate", ADJUDICATOR, reverse("adjudication:item", args=[disputed.pk])),
         Page("adjudication items", ADJUDICATOR, reverse("adjudication:items", args=[s])),

@@ -107,6 +107,7 @@ def api(rule: Rule, methods: frozenset[str] = GET, /, **params: str) -> Route:
 # the table has none. Per-annotator diagnostics set every annotator's figures side by side: the
 # study's owner (and staff, on the page) only; an annotator gets 404 like a stranger.
 OWNER_OR_STAFF = Rule("study owner or staff", frozenset({"owner", "staff"}))
+NO_TRAINING_FEEDBACK = Rule("nobody: the scene's rounds give no gold feedback", frozenset())
 ADDED_ROUTES: dict[str, Route] = {
     "agreement:annotators": page(OWNER_OR_STAFF, study_id="study"),
     "api-annotator-diagnostics": api(OWNER, study_id="study"),
@@ -120,6 +121,14 @@ ADDED_ROUTES: dict[str, Route] = {
     # Disagreement analytics: counts, codes and item ids only; owners and adjudicators.
     "adjudication:analytics": page(SEE_ALL, study_id="study"),
     "api-disagreement-analytics": api(SEE_ALL, study_id="study"),
+    # Gold answers: owners set and remove them (a confirmation page, then POST).
+    "studies:gold": page(OWNER, GET_POST, item_id="item"),
+    "studies:gold_delete": page(OWNER, GET_POST, item_id="item"),
+    # The feedback of a training round exists only for the assignment's annotator after they
+    # submitted an item with a gold answer; the scene has no training round, so it is 404 for
+    # everyone here (tests/studies/test_gold.py proves the annotator's 200 and the 404 before).
+    "studies:feedback": page(NO_TRAINING_FEEDBACK, assignment_id="assignment"),
+    "api-feedback": api(NO_TRAINING_FEEDBACK, assignment_id="assignment"),
 }
 
 
