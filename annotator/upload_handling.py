@@ -22,6 +22,7 @@ from django.urls import Resolver404, resolve
 from annotator.uploads import (
     TEXT_TYPES,
     XLSX_TYPES,
+    XML_TYPES,
     Kind,
     UploadRefused,
     ZipLimits,
@@ -62,8 +63,9 @@ def kind(name: str) -> Kind:
     if name == "workbook":
         return Kind(".xlsx workbook", (".xlsx",), XLSX_TYPES, settings.WORKBOOK_MAX_BYTES)
     if name == "codebook":
-        codebooks = (".json", ".yaml", ".yml")
-        return Kind("JSON or YAML codebook", codebooks, TEXT_TYPES, settings.CODEBOOK_MAX_BYTES)
+        codebooks = (".json", ".yaml", ".yml", ".qdc")
+        label = "JSON, YAML or REFI-QDA codebook"
+        return Kind(label, codebooks, TEXT_TYPES | XML_TYPES, settings.CODEBOOK_MAX_BYTES)
     raise ValueError(f"unknown kind of upload {name!r}")
 
 

@@ -54,6 +54,8 @@ TEXT_TYPES = frozenset(
         "",
     }
 )
+# A REFI-QDA codebook (.qdc) is XML; taxonomy_app/refi_qda parses it with entities off.
+XML_TYPES = frozenset({"application/xml", "text/xml"})
 _SIGNATURES = (
     (b"PK\x03\x04", "a zip archive"),
     (b"PK\x05\x06", "an empty zip archive"),
@@ -209,9 +211,12 @@ def check_head(name: str, head: bytes, kind: Kind) -> None:
         if looks != "a zip archive":
             raise UploadRefused(f"{shown} is not an .xlsx workbook: it looks like {looks}")
         return
-    if looks not in ("JSON", "text"):
+    xml = extension == ".qdc" and looks == "an XML document"
+    if looks not in ("JSON", "text") and not xml:
         raise UploadRefused(f"{shown} should be UTF-8 text ({extension}); it looks like {looks}")
     first = head.removeprefix(codecs.BOM_UTF8).lstrip()[:1]
+    if extension == ".qdc" and first != b"<":
+        raise UploadRefused(f"{shown} is not XML: a REFI-QDA codebook starts with <")
     if extension == ".json" and first not in (b"[", b"{"):
         raise UploadRefused(f"{shown} is not JSON: it should start with [ or {{, found {looks}")
     if extension in (".jsonl", ".ndjson") and first != b"{":

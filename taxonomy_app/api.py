@@ -28,6 +28,7 @@ from . import services
 from .errors import CodebookError, PublishedVersionError
 from .formats import CodebookFormatError
 from .models import Category, Codebook, CodebookVersion, Facet
+from .refi_qda import name_from_filename
 
 T = TypeVar("T")
 
@@ -96,8 +97,9 @@ def _json_parsers() -> list[type[BaseParser]]:
 
 
 class CodebookImportApi(generics.GenericAPIView):
-    """Import a JSON or YAML codebook file as a new codebook or the next version of one.
-    A malformed file answers 400 naming the element and field, and writes nothing."""
+    """Import a JSON, YAML or REFI-QDA (.qdc) codebook file as a new codebook or the next
+    version of one. A malformed file answers 400 naming the element and field, and writes
+    nothing."""
 
     # The project's JSON parser (REST_FRAMEWORK, which may bound a body's depth), not DRF's own.
     parser_classes = [MultiPartParser, FormParser, *_json_parsers()]
@@ -108,14 +110,15 @@ class CodebookImportApi(generics.GenericAPIView):
         data = valid(s.ImportInput, request)
         if data.get("codebook"):
             require_owner(request, data["codebook"])
-        content = data["file"].read() if data.get("file") else data["content"]
+        upload = data.get("file")
         version = run(
             services.import_codebook,
-            data=content,
+            data=upload.read() if upload else data["content"],
             fmt=data["format"],
             codebook=data.get("codebook"),
             publish=data["publish"],
             user=request.user,
+            name=name_from_filename(upload.name) if upload else "",
         )
         version = versions_with_tree().get(pk=version.pk)
         return Response(s.VersionOutput(version).data, status=status.HTTP_201_CREATED)
@@ -176,22 +179,25 @@ class VersionDiffApi(generics.GenericAPIView):
 
 
 class VersionExportApi(generics.GenericAPIView):
-    """The version as a JSON or YAML file (`…/export/json/` or `…/export/yaml/`), ready to be
-    imported elsewhere."""
+    """The version as a JSON, YAML or REFI-QDA codebook file (`…/export/json/`, `…/yaml/` or
+    `…/qdc/`), ready to be imported elsewhere (a .qdc into ATLAS.ti, MAXQDA, NVivo, …)."""
 
     queryset = CodebookVersion.objects.select_related("codebook")
 
     @extend_schema(responses={(200, "application/json"): OpenApiTypes.OBJECT})
     def get(self, request: Request, pk: int, fmt: str) -> HttpResponse:
-        if fmt not in {"json", "yaml"}:
-            raise ValidationError({"detail": "export as json or yaml"})
+        if fmt not in services.EXPORT_FORMATS:
+            raise ValidationError({"detail": "export as json, yaml or qdc"})
         return export_response(self.get_object(), fmt)
 
 
+CONTENT_TYPES = {"json": "application/json", "yaml": "application/yaml", "qdc": "application/xml"}
+
+
 def export_response(version: CodebookVersion, fmt: str) -> HttpResponse:
-    """The export as a download named after the codebook and version."""
+    """The export as a download named after the codebook and version (`slug-vN.fmt`)."""
     text = services.export_version(version=version, fmt=fmt)
-    content_type = "application/json" if fmt == "json" else "application/yaml"
+    content_type = CONTENT_TYPES[fmt]
     response = HttpResponse(text, content_type=f"{content_type}; charset=utf-8")
     name = f"{version.codebook.slug}-v{version.number}.{fmt}"
     # Django's builder quotes the name, or sends it as filename*= when it is not plain ASCII.

@@ -26,9 +26,13 @@ def add_service_error(form: forms.Form, error: Exception) -> None:
 
 
 class ImportForm(forms.Form):
-    file = forms.FileField(help_text="A codebook exported from annotator, as JSON or YAML.")
+    file = forms.FileField(
+        help_text="A codebook exported from annotator (JSON, YAML or .qdc), or a REFI-QDA "
+        "codebook (.qdc) from ATLAS.ti, MAXQDA, NVivo or QualCoder."
+    )
     format = forms.ChoiceField(
-        choices=[("auto", "detect"), ("json", "JSON"), ("yaml", "YAML")], initial="auto"
+        choices=[("auto", "detect"), ("json", "JSON"), ("yaml", "YAML"), ("qdc", "REFI-QDA")],
+        initial="auto",
     )
     codebook = forms.ModelChoiceField(
         queryset=Codebook.objects.all(),

@@ -80,11 +80,13 @@ class CodebookOutput(serializers.ModelSerializer):
 
 
 class ImportInput(serializers.Serializer):
-    file = serializers.FileField(required=False, help_text="a JSON or YAML codebook file")
+    file = serializers.FileField(
+        required=False, help_text="a JSON, YAML or REFI-QDA (.qdc) codebook file"
+    )
     content = serializers.CharField(
         required=False, trim_whitespace=False, help_text="the file's text, instead of `file`"
     )
-    format = serializers.ChoiceField(choices=["auto", "json", "yaml"], default="auto")
+    format = serializers.ChoiceField(choices=["auto", "json", "yaml", "qdc"], default="auto")
     codebook = serializers.PrimaryKeyRelatedField(
         queryset=Codebook.objects.all(),
         required=False,

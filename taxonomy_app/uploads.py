@@ -11,6 +11,7 @@ refuse it. Unset, `check_size` refuses only files past CODEBOOK_MAX_BYTES (defau
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.conf import settings
@@ -18,6 +19,7 @@ from django.core.files.base import ContentFile
 from django.utils.module_loading import import_string
 
 DEFAULT = "taxonomy_app.uploads.check_size"
+_XML_START = re.compile(r"^\ufeff?\s*<(?:\?xml|CodeBook)")
 
 
 def check_size(upload: Any) -> None:
@@ -32,6 +34,13 @@ def check_upload(upload: Any) -> None:
 
 
 def check_text(content: str, fmt: str) -> None:
-    """The API's `content` field is a file sent as text: the same check, named "content"."""
-    extension = ".json" if fmt == "json" or content.lstrip().startswith("{") else ".yaml"
+    """The API's `content` field is a file sent as text: the same check, named "content" with
+    the extension of its format: .qdc for XML (an XML declaration or a <CodeBook> root; any
+    other "<", such as an HTML page, is checked as YAML, as before), .json, else .yaml."""
+    if fmt == "qdc" or (fmt == "auto" and _XML_START.match(content)):
+        extension = ".qdc"
+    elif fmt == "json" or content.lstrip().startswith("{"):
+        extension = ".json"
+    else:
+        extension = ".yaml"
     check_upload(ContentFile(content.encode("utf-8", "surrogatepass"), name=f"content{extension}"))

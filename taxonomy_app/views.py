@@ -20,6 +20,7 @@ from .errors import CodebookError
 from .formats import CodebookFormatError
 from .forms import ConfirmForm, ImportForm, PublishForm, RuleForm, add_service_error
 from .models import Category, Codebook, CodebookVersion, Facet, LabelRule
+from .refi_qda import name_from_filename
 from .rules import describe
 from .services.rules import facet_infos, rule_of, rule_texts, version_rules
 
@@ -103,12 +104,14 @@ def codebook_import(request: HttpRequest) -> HttpResponse:
         if target is not None:
             require_owner(request, target)
         try:
+            upload = form.cleaned_data["file"]
             version = services.import_codebook(
-                data=form.cleaned_data["file"].read(),
+                data=upload.read(),
                 fmt=form.cleaned_data["format"],
                 codebook=target,
                 publish=form.cleaned_data["publish"],
                 user=request.user,
+                name=name_from_filename(upload.name),  # names a .qdc from another tool
             )
         except (CodebookError, CodebookFormatError) as error:
             form.add_error("file", f"{error}. Nothing was imported.")
@@ -248,7 +251,7 @@ def version_guideline(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def version_export(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
-    if fmt not in {"json", "yaml"}:
-        raise Http404("Export as json or yaml.")
+    if fmt not in services.EXPORT_FORMATS:
+        raise Http404("Export as json, yaml or qdc (REFI-QDA).")
     version = get_object_or_404(CodebookVersion.objects.select_related("codebook"), pk=pk)
     return export_response(version, fmt)

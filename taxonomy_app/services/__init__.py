@@ -2,7 +2,7 @@
 
 Split by sub-domain: versions (create, draft, publish), categories (edit a draft), changes
 (archive, merge, split, label carry-over), rules (label rules of a draft, and the annotations
-breaking them), diff, proposals, exchange (JSON/YAML files).
+breaking them), diff, proposals, exchange (JSON, YAML and REFI-QDA files).
 """
 
 from ..errors import CodebookError, PublishedVersionError
@@ -26,7 +26,14 @@ from .changes import (
 )
 from .diff import VersionDiff, diff_version
 from .drafts import require_draft
-from .exchange import export_version, import_codebook, specs_equal, version_spec
+from .exchange import (
+    EXPORT_FORMATS,
+    export_version,
+    import_codebook,
+    read_codebook,
+    specs_equal,
+    version_spec,
+)
 from .proposals import (
     accept_proposal,
     create_proposal,
@@ -43,6 +50,7 @@ from .versions import (
 )
 
 __all__ = [
+    "EXPORT_FORMATS",
     "CarryOverPlan",
     "CarryOverResult",
     "CodebookError",
@@ -66,6 +74,7 @@ __all__ = [
     "plan_carry_over",
     "proposal_counts",
     "publish_version",
+    "read_codebook",
     "reject_proposal",
     "reorder_category",
     "require_draft",

@@ -1,4 +1,4 @@
-"""Export a codebook version to JSON or YAML and import one, all or nothing."""
+"""Export a codebook version to JSON, YAML or REFI-QDA (.qdc) and import one, all or nothing."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from ..formats import (
     to_document,
 )
 from ..models import Category, Codebook, CodebookVersion, Facet, LabelRule
+from ..refi_qda import looks_like_qdc, read_qdc, write_qdc
 from .rules import rule_row, version_rules
 from .versions import create_codebook, publish_version, start_draft
 
@@ -80,10 +81,25 @@ def _category_spec(category: Category) -> CategorySpec:
     )
 
 
+EXPORT_FORMATS = ("json", "yaml", "qdc")
+
+
 def export_version(*, version: CodebookVersion, fmt: str) -> str:
-    """The version as a JSON or YAML document (see taxonomy_app.formats for its shape)."""
+    """The version as a JSON or YAML document (see taxonomy_app.formats for its shape), or as a
+    REFI-QDA codebook, fmt "qdc" (taxonomy_app.refi_qda)."""
     spec = version_spec(version)
-    return dump_document(to_document(spec, number=version.number, status=str(version.status)), fmt)
+    number, status = version.number, str(version.status)
+    if fmt == "qdc":
+        return write_qdc(spec, number=number, status=status)
+    return dump_document(to_document(spec, number=number, status=status), fmt)
+
+
+def read_codebook(data: bytes | str, fmt: str = "auto", *, name: str = "") -> CodebookSpec:
+    """A codebook file checked and read: JSON, YAML, or REFI-QDA for fmt "qdc" or for "auto"
+    and a file starting with "<". `name` names a REFI-QDA codebook whose file names none."""
+    if fmt == "qdc" or (fmt == "auto" and looks_like_qdc(data)):
+        return read_qdc(data, name=name, max_depth=_max_depth())
+    return parse_codebook(load_document(data, fmt, _max_depth()))
 
 
 def import_codebook(
@@ -93,12 +109,16 @@ def import_codebook(
     codebook: Codebook | None = None,
     publish: bool = False,
     user: Any = None,
+    name: str = "",
 ) -> CodebookVersion:
-    """Import a codebook file as a new codebook, or as the next version of `codebook` (its
-    categories then continue those of the same code in the latest published version, so the
-    diff shows what the file changed). The whole file is checked before anything is written;
+    """Import a codebook file (JSON, YAML or REFI-QDA, see `read_codebook`) as a new codebook,
+    or as the next version of `codebook` (its categories then continue those of the same code
+    in the latest published version, so the diff shows what the file changed). `name` names
+    the codebook of a REFI-QDA file from another tool, which has no name: the uploaded file's
+    name, or `codebook`'s when given. The whole file is checked before anything is written;
     any error raises CodebookFormatError or CodebookError and writes nothing."""
-    spec = parse_codebook(load_document(data, fmt, _max_depth()))
+    name = codebook.name if codebook is not None else name
+    spec = read_codebook(data, fmt, name=name)
     with transaction.atomic():
         if codebook is None:
             version = create_codebook(
@@ -173,9 +193,11 @@ def _origins(base: CodebookVersion | None) -> dict[tuple[str, str], int]:
     return {(key, code): pk for key, code, pk in rows}
 
 
-def specs_equal(version: CodebookVersion, data: bytes | str, fmt: str = "auto") -> bool:
+def specs_equal(
+    version: CodebookVersion, data: bytes | str, fmt: str = "auto", *, name: str = ""
+) -> bool:
     """Whether a file holds exactly the content of `version` (changelog aside)."""
-    spec = parse_codebook(load_document(data, fmt, _max_depth()))
+    spec = read_codebook(data, fmt, name=name)
     current = version_spec(version)
     return _without_changelog(spec) == _without_changelog(current)
 

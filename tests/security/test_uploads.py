@@ -371,7 +371,7 @@ WRONG_TYPES = {
         (
             "codebook.exe",
             b"{}",
-            "codebook.exe: expected a JSON or YAML codebook (.json, .yaml or .yml)",
+            "codebook.exe: expected a JSON, YAML or REFI-QDA codebook (.json, .yaml, .yml or .qdc)",
         ),
     ],
 }
