@@ -84,9 +84,7 @@ def made_before(table: Table, heads: dict[str, list[str]]) -> bool:
         return False
     app, created = table.added_in
     graph = MigrationLoader(None, ignore_no_migrations=True).graph
-    reached = {
-        node for name in heads.get(app, []) for node in graph.forwards_plan((app, name))
-    }
+    reached = {node for name in heads.get(app, []) for node in graph.forwards_plan((app, name))}
     return (app, created) not in reached
 
 

@@ -79,9 +79,7 @@ def relabel_queue(*, study: Study) -> QuerySet[Item]:
             created_at__gt=OuterRef("decision__updated_at"),
         )
     )
-    stale = Q(decision__isnull=True) | Q(
-        decision__source__in=["unanimous", "majority", "single"]
-    )
+    stale = Q(decision__isnull=True) | Q(decision__source__in=["unanimous", "majority", "single"])
     return (
         Item.objects.filter(study=study)
         .filter(Exists(split_decision) | (Exists(split_annotation) & (stale | newer_decision)))
