@@ -67,8 +67,9 @@ def gold_edit(request: HttpRequest, item_id: int) -> HttpResponse:
     chosen = current.labels if current else _decision_codes(item)
     rationale = current.rationale if current else ""
     if request.method == "POST":
+        # "—" (no category) posts an empty value: no label, not an invalid one.
         labels = {
-            f.id: [int_or(v, -1) for v in request.POST.getlist(f"facet-{f.id}")]
+            f.id: [int_or(v, -1) for v in request.POST.getlist(f"facet-{f.id}") if v != ""]
             for f in schema.facets
         }
         rationale = request.POST.get("rationale", "")
@@ -91,7 +92,7 @@ def gold_edit(request: HttpRequest, item_id: int) -> HttpResponse:
         "rows": gold_rows(schema, chosen, errors),
         "rationale": rationale,
         "message": message,
-        "from_decision": current is None and bool(chosen),
+        "from_decision": request.method == "GET" and current is None and bool(chosen),
     }
     return render(request, "studies/gold_edit.html", context, status=400 if message else 200)
 
