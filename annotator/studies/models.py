@@ -48,6 +48,7 @@ class Study(models.Model):
     # this is set: they were chosen to teach or to check, not at random.
     gold_in_agreement = models.BooleanField(
         default=False,
+        db_default=False,
         verbose_name="count gold items in agreement",
         help_text="Items with a gold answer are left out of agreement runs unless this is set.",
     )
@@ -313,7 +314,7 @@ class Item(models.Model):
     quota = models.PositiveSmallIntegerField(help_text="annotators this item needs")
     # False for the items of a sampled round left out of its reliability sample: one annotator
     # labels them (quota 1) whatever k is, and they carry no agreement.
-    reliability_sample = models.BooleanField(default=True)
+    reliability_sample = models.BooleanField(default=True, db_default=True)
     active_count = models.PositiveSmallIntegerField(default=0, help_text="assigned or submitted")
     submitted_count = models.PositiveSmallIntegerField(default=0)
     # Set by the owner to open the item for discussion (adjudication); until then annotators

@@ -48,6 +48,7 @@ from annotator.studies.services import (
     submit_annotation,
     update_study,
 )
+from annotator.studies.services.gold import set_gold
 from taxonomy_app.services import (
     accept_proposal,
     move_category,
@@ -134,6 +135,13 @@ def rich_study() -> Built:
     _adjudicate(scene, items)
     _codebook_work(scene)
     _study_records(scene)
+    # a gold answer on an item of the open main round (archived like any study row)
+    set_gold(
+        item=items["queued"],
+        user=scene.owner,
+        labels=scene.world.labels(screening="relevant", symptom="hang"),
+        rationale="The job stops at the first all-reduce.",
+    )
     return Built(scene=scene, calibration=calibration, drafter=drafter, items=items)
 
 

@@ -16,7 +16,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='item',
             name='reliability_sample',
-            field=models.BooleanField(default=True),
+            field=models.BooleanField(db_default=True, default=True),
         ),
         migrations.AddField(
             model_name='selection',
@@ -36,7 +36,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='study',
             name='gold_in_agreement',
-            field=models.BooleanField(default=False, help_text='Items with a gold answer are left out of agreement runs unless this is set.', verbose_name='count gold items in agreement'),
+            field=models.BooleanField(db_default=False, default=False, help_text='Items with a gold answer are left out of agreement runs unless this is set.', verbose_name='count gold items in agreement'),
         ),
         migrations.AlterField(
             model_name='round',
