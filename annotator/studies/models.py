@@ -312,6 +312,11 @@ class Item(models.Model):
     # clusters at the front.
     position = models.PositiveIntegerField(default=0)
     quota = models.PositiveSmallIntegerField(help_text="annotators this item needs")
+    # Where the item's round stands in the labeling order: 0 for training and calibration rounds,
+    # handed out before any main round's items whenever they were added (annotators learn the
+    # codebook first), 1 for main rounds. Set with the item (services/selection.py); a round's
+    # kind changes only while it is empty.
+    stage = models.PositiveSmallIntegerField(default=1, db_default=1)
     # False for the items of a sampled round left out of its reliability sample: one annotator
     # labels them (quota 1) whatever k is, and they carry no agreement.
     reliability_sample = models.BooleanField(default=True, db_default=True)
@@ -338,10 +343,12 @@ class Item(models.Model):
             ),
         ]
         indexes = [
-            # next_assignment's order (services/assignment.py), over the items with a free
+            # next_assignment's order (services/assignment.py; training and calibration rounds
+            # first, then by round), over the items with a free
             # slot only: full items leave it, so the scan for the next item does not pass over
             # every complete item (they sort first, breadth first) as the study progresses.
             models.Index(
+                "stage",
                 "round",
                 F("submitted_count").desc(),
                 F("active_count").desc(),

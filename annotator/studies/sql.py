@@ -209,13 +209,15 @@ _FREE_ITEM = (
     f" (SELECT 1 FROM {_given} WHERE {_given.item} = {_i.id} AND {_given.annotator} = %s)"
     f" AND NOT EXISTS (SELECT 1 FROM {_shut}"
     f" WHERE {_shut.id} = {_i.round} AND {_shut.closed_at} IS NOT NULL)"
-    f" ORDER BY {_i.round}, {_i.submitted_count} DESC, {_i.active_count} DESC, {_i.position}"
+    f" ORDER BY {_i.stage}, {_i.round}, {_i.submitted_count} DESC, {_i.active_count} DESC,"
+    f" {_i.position}"
     " LIMIT 1"
 )
 
 
 def free_item(study_id: int, annotator_id: int) -> int | None:
-    """The id of the next item for the annotator — the first by round with a free slot that was
+    """The id of the next item for the annotator — the first (training and calibration rounds
+    before main ones, `Item.stage`, then by round) with a free slot that was
     never given to them, in a round not closed, most submitted and live assignments first (items
     complete breadth first), then the seeded order — its row locked FOR UPDATE SKIP LOCKED
     (concurrent requests each get another item instead of queueing on one), or None.

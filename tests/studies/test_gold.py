@@ -75,7 +75,8 @@ def test_a_closed_rounds_gold_never_changes():
 
 
 def _training_assignment(world: World, annotator) -> Assignment:  # type: ignore[no-untyped-def]
-    """The annotator's first assignment in the training round (the main round's item first)."""
+    """The annotator's next assignment in the training round (it comes before the main
+    round's; a main item in progress is submitted first)."""
     while True:
         assignment = next_assignment(study=world.study, annotator=annotator)
         assert assignment is not None
@@ -104,9 +105,12 @@ def test_feedback_only_after_the_submit_and_only_in_training():
     assert by_key["screening"].match and by_key["fix"].match
     assert shown.matched == len(shown.facets) - 1
     # the same gold on a main-round item gives no feedback (a hidden check)
-    main = Assignment.objects.filter(annotator=a, item__round=world.round).get()
+    while (main := next_assignment(study=world.study, annotator=a)).item.round_id != world.round.pk:
+        submit_annotation(assignment=main, user=a, labels=world.labels(screening="relevant"))
     set_gold(item=main.item, user=world.owner, labels=world.labels(screening="relevant"))
-    assert feedback(main) is None
+    submit_annotation(assignment=main, user=a, labels=world.labels(screening="relevant"))
+    main.refresh_from_db()
+    assert main.status == "submitted" and feedback(main) is None
 
 
 def test_the_submit_leads_to_the_feedback_page_then_on(client):
@@ -254,3 +258,12 @@ def test_the_report_says_how_many_gold_items_were_left_out(client):
     client.force_login(world.owner)
     html = client.get(reverse("agreement:study", args=[world.study.pk])).content.decode()
     assert "Items with a gold answer were left out (2)" in html
+
+
+def test_a_training_round_added_after_the_main_round_is_labelled_first():
+    world, training = training_world(items=2)  # round 1 (main) has an item, round 2 trains
+    a = world.annotators[0]
+    first = next_assignment(study=world.study, annotator=a)
+    assert first is not None and first.item.round_id == training.pk
+    assert set(Item.objects.filter(round=training).values_list("stage", flat=True)) == {0}
+    assert set(Item.objects.filter(round=world.round).values_list("stage", flat=True)) == {1}

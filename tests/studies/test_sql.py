@@ -104,7 +104,7 @@ def orm_free_item(study_id: int, annotator_id: int) -> int | None:
         Item.objects.select_for_update(skip_locked=True, of=("self",))
         .filter(study_id=study_id, active_count__lt=F("quota"), round__closed_at=None)
         .exclude(assignments__annotator_id=annotator_id)
-        .order_by("round_id", "-submitted_count", "-active_count", "position")
+        .order_by("stage", "round_id", "-submitted_count", "-active_count", "position")
         .values_list("pk", flat=True)
         .first()
     )

@@ -168,6 +168,7 @@ def _add_items(
     reliability sample) at quota 1."""
     start = (Item.objects.filter(round=round).aggregate(n=Max("position"))["n"] or 0) + 1
     quota = item_quota(study, round)
+    stage = 0 if round.kind in Round.EVERY_ANNOTATOR else 1
     Item.objects.bulk_create(
         Item(
             study=study,
@@ -176,6 +177,7 @@ def _add_items(
             position=start + i,
             quota=1 if pk in single else quota,
             reliability_sample=pk not in single,
+            stage=stage,
         )
         for i, pk in enumerate(sampling.shuffled(issue_ids, seed))
     )
