@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "annotator.exports",
     "annotator.backup",
     "annotator.screening",
+    "annotator.machine",
     "taxonomy_app",
 ]
 
@@ -329,6 +330,15 @@ CELERY_IMPORTS = ["annotator.dispatch"]
 
 # GitHub sync (annotator/issues/sync.py). Without a token GitHub allows 60 requests an hour.
 GITHUB_TOKEN = env_str("GITHUB_TOKEN")
+
+# The machine rater (annotator/machine): an OpenAI-compatible chat-completions server. Without
+# LLM_BASE_URL (and no base URL on a rater) the feature is absent; everything else works.
+LLM_BASE_URL = env_str("LLM_BASE_URL")
+LLM_API_KEY = env_str("LLM_API_KEY")
+LLM_TIMEOUT_SECONDS = env_int("LLM_TIMEOUT_SECONDS", 120)
+# Retries of 429 (honouring retry-after), 408/409, 5xx and timeouts, with the client's backoff.
+LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 4)
+MACHINE_TIME_LIMIT_SECONDS = env_int("MACHINE_TIME_LIMIT_SECONDS", 6 * 3600)
 GITHUB_API_URL = env_str("GITHUB_API_URL", "https://api.github.com")
 # Celery beat re-syncs repositories marked "keep in sync" this often; 0 turns it off.
 GITHUB_RESYNC_MINUTES = env_int("GITHUB_RESYNC_MINUTES", 60)

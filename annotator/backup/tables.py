@@ -35,6 +35,7 @@ from annotator.agreement.models import (
 )
 from annotator.exports.models import ExportJob
 from annotator.issues.models import Issue, IssueComment, Repository, RepositoryAlias
+from annotator.machine.models import MachineCall, MachineRater, MachineRun
 from annotator.studies.models import (
     Annotation,
     AnnotationLabel,
@@ -263,6 +264,26 @@ TABLES: list[Table] = [
         HeadlineDeclaration,
         _by(HeadlineDeclaration, "study"),
         added_in=("agreement", "0004_headline_declaration"),
+    ),
+    # Machine raters, their runs and every call (prompt, raw response, labels): the provenance a
+    # paper reports travels with the study.
+    Table(
+        "machine.machinerater",
+        MachineRater,
+        _by(MachineRater, "study"),
+        added_in=("machine", "0001_initial"),
+    ),
+    Table(
+        "machine.machinerun",
+        MachineRun,
+        _by(MachineRun, "rater__study"),
+        added_in=("machine", "0001_initial"),
+    ),
+    Table(
+        "machine.machinecall",
+        MachineCall,
+        _by(MachineCall, "rater__study"),
+        added_in=("machine", "0001_initial"),
     ),
     # Export records keep their counts, filters and dataset card; files are not archived (they
     # are derived from the labels and decisions, and can be exported again).

@@ -35,6 +35,7 @@ from annotator.agreement.services import (
 )
 from annotator.exports.models import ExportJob
 from annotator.issues.models import Issue, Repository, RepositoryAlias
+from annotator.machine.models import MachineCall, MachineRater, MachineRun
 from annotator.studies.models import Item, Membership, Round
 from annotator.studies.services import (
     add_member,
@@ -142,7 +143,40 @@ def rich_study() -> Built:
         labels=scene.world.labels(screening="relevant", symptom="hang"),
         rationale="The job stops at the first all-reduce.",
     )
+    _machine_rater(scene, items["agreed"])
     return Built(scene=scene, calibration=calibration, drafter=drafter, items=items)
+
+
+def _machine_rater(scene: Scene, item: Item) -> None:
+    """A machine rater with a finished run and one answered call, as a run stores them."""
+    rater = MachineRater.objects.create(
+        study=scene.study,
+        name="llm",
+        model="fake-llm-7b",
+        base_url="http://127.0.0.1:9/v1",
+        parameters={"temperature": 0},
+        prompt_version="v1",
+    )
+    run = MachineRun.objects.create(
+        rater=rater, round=item.round, status="succeeded", counts={"labeled": 1}
+    )
+    sent = [{"role": "user", "content": "# Issue: x"}]
+    MachineCall.objects.create(
+        run=run,
+        rater=rater,
+        item=item,
+        outcome="labeled",
+        labels={"symptom": ["hang"]},
+        structured=True,
+        model_returned="fake-llm-7b-2026-11-30",
+        parameters={"temperature": 0},
+        messages=sent,
+        prompt_sha256="0" * 64,
+        response={"choices": [{"message": {"content": '{"symptom": "hang"}'}}]},
+        prompt_tokens=12,
+        completion_tokens=3,
+        latency_ms=40,
+    )
 
 
 def _enrich_issues(issues: list[Issue]) -> None:

@@ -43,8 +43,8 @@ def drop_table(data: dict[str, Any]) -> None:
 
 def before_gold(data: dict[str, Any]) -> None:
     drop_table(data)
-    heads = data["migrations"]["studies"]
-    assert heads == ["0009_gold_and_reliability_sample"]
+    (head,) = data["migrations"]["studies"]
+    assert head >= "0009_gold_and_reliability_sample"  # the archive holds the table
     data["migrations"]["studies"] = ["0008_annotation_revision"]
 
 
