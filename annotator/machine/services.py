@@ -287,9 +287,7 @@ def _complete(
     create: Any = client.chat.completions.create  # options built at run time, not literals
     if state["structured"]:
         try:
-            return create(
-                **options, response_format=prompt.response_format(schema)
-            )
+            return create(**options, response_format=prompt.response_format(schema))
         except openai.BadRequestError as error:
             if "response_format" not in _message(error) and "json_schema" not in _message(error):
                 raise
