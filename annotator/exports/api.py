@@ -26,11 +26,13 @@ from annotator.adjudication.models import Decision
 from annotator.dispatch import with_queue_notice
 from annotator.studies.access import SEE_ALL, membership_or_404
 from annotator.studies.models import Membership, Study
-from annotator.upload_handling import UploadRefused, accept_upload
+from annotator.upload_handling import UploadRefused
 from taxonomy_app.models import CodebookVersion, Facet
 
 from .analysis import AnalysisParameterError
 from .dataset import ANALYSIS_FILTERS, run_analysis
+from .forms import accept_prior_file
+from .interop import FORMATS, inspect_doccano, inspect_labelstudio
 from .models import ExportJob
 from .prior import (
     PROPOSE,
@@ -260,14 +262,27 @@ class AnalysisApi(APIView):
 
 
 class PriorWorkbookInput(serializers.Serializer):
-    file = serializers.FileField(help_text=".xlsx, a sheet per annotator (plus Final)")
+    file = serializers.FileField(
+        help_text=".xlsx, a sheet per annotator (plus Final); or a Label Studio JSON export "
+        "(format labelstudio); or a doccano JSONL export (format doccano)"
+    )
+    # A CharField, not a ChoiceField: the export's `format` enum is another choice set, and
+    # drf-spectacular would have to name two enums "Format".
+    format = serializers.CharField(
+        default="xlsx", help_text="the file's format: xlsx, labelstudio or doccano"
+    )
 
-    def validate_file(self, upload: Any) -> Any:
+    def validate_format(self, value: str) -> str:
+        if value not in FORMATS:
+            raise serializers.ValidationError(f"choose {', '.join(FORMATS)}, not {value!r}")
+        return value
+
+    def validate(self, data: dict[str, Any]) -> dict[str, Any]:
         try:
-            accept_upload(upload, "workbook")  # size, sniffing, zip and XML: annotator/uploads.py
+            accept_prior_file(data["file"], data["format"])  # size, sniffing, zip, XML, text
         except UploadRefused as error:
-            raise serializers.ValidationError(str(error)) from None
-        return upload
+            raise serializers.ValidationError({"file": str(error)}) from None
+        return data
 
 
 class PriorSheetOutput(serializers.Serializer):
@@ -280,16 +295,55 @@ class PriorSheetOutput(serializers.Serializer):
 
 
 class PriorInspectOutput(serializers.Serializer):
-    sheets = PriorSheetOutput(many=True)
-    key_column = serializers.CharField(allow_null=True, help_text="the first sheet's key guess")
+    format = serializers.CharField(help_text="xlsx, labelstudio or doccano")
+    sheets = PriorSheetOutput(many=True, help_text="xlsx only (empty for the other formats)")
+    key_column = serializers.CharField(
+        allow_null=True,
+        help_text="the first sheet's key guess; Label Studio / doccano: the data_key guess",
+    )
+    units = serializers.IntegerField(required=False, help_text="tasks or lines (not xlsx)")
+    data_keys = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="candidate data keys"
+    )
+    label_sources = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Label Studio from_names; doccano label prefixes ('label': unprefixed)",
+    )
+    annotators = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="completed_by / user values"
+    )
 
 
 class PriorMappingInput(serializers.Serializer):
     """The JSON `mapping` field: what the wizard's map and review steps collect."""
 
-    key_column = serializers.CharField()
-    sheet_to_annotator = serializers.DictField(child=serializers.CharField(), allow_empty=False)
-    column_to_facet = serializers.DictField(child=serializers.CharField(), allow_empty=False)
+    key_column = serializers.CharField(required=False, default="", help_text="xlsx: required")
+    data_key = serializers.CharField(
+        required=False,
+        default="",
+        help_text="Label Studio / doccano: the field naming the issue (a dotted path such as "
+        "meta.html_url, or repository+number); required for those formats",
+    )
+    sheet_to_annotator = serializers.DictField(
+        child=serializers.CharField(allow_blank=True),
+        required=False,
+        default=dict,
+        help_text="xlsx: sheet → annotator (required). Label Studio / doccano: completed_by or "
+        "user → annotator name, '' leaves one out; empty reads every annotator under their id",
+    )
+    column_to_facet = serializers.DictField(
+        child=serializers.CharField(allow_blank=True),
+        required=False,
+        default=dict,
+        help_text="xlsx: column → facet. Label Studio: from_name → facet. doccano: label prefix "
+        "→ facet, and 'label' → the facet of unprefixed labels. '' leaves one out (not xlsx)",
+    )
+    predictions = serializers.ChoiceField(
+        choices=["ignore", "rater"],
+        default="ignore",
+        help_text="Label Studio: read each prediction's model_version as a rater",
+    )
     final_sheet = serializers.CharField(required=False, allow_null=True, default=None)
     final_column_to_facet = serializers.DictField(
         child=serializers.CharField(), required=False, allow_null=True, default=None
@@ -338,6 +392,18 @@ class PriorMappingInput(serializers.Serializer):
         return users
 
     def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+        required = "This field is required."
+        if self.context.get("format", "xlsx") == "xlsx":
+            needed = ("key_column", "sheet_to_annotator", "column_to_facet")
+            missing = {f: [required] for f in needed if not data[f]}
+            if missing:
+                raise serializers.ValidationError(missing)
+            if "" in data["column_to_facet"].values():
+                raise serializers.ValidationError({"column_to_facet": "name a facet per column"})
+        else:
+            missing = {f: [required] for f in ("data_key", "column_to_facet") if not data[f]}
+            if missing:
+                raise serializers.ValidationError(missing)
         if not data["study"] and not (data["study_name"] and data["codebook_version"]):
             raise serializers.ValidationError(
                 "give a study, or a study_name and codebook_version for a new study"
@@ -411,7 +477,7 @@ class PriorImportError400(serializers.Serializer):
 def _saved(upload: Any) -> Iterator[Path]:
     """The upload as a file on disk (the services read a path), removed afterwards."""
     with tempfile.TemporaryDirectory(prefix="prior-labels-") as folder:
-        path = Path(folder) / "workbook.xlsx"
+        path = Path(folder) / "workbook.xlsx"  # openpyxl reads by the extension
         with path.open("wb") as out:
             for chunk in upload.chunks():
                 out.write(chunk)
@@ -427,14 +493,25 @@ class PriorInspectApi(APIView):
     def post(self, request: Request) -> Response:
         data = PriorWorkbookInput(data=request.data)
         data.is_valid(raise_exception=True)
-        with _saved(data.validated_data["file"]) as path:
+        format, upload = data.validated_data["format"], data.validated_data["file"]
+        with _saved(upload) as path:
             try:
-                info = inspect_workbook(path)
-            except SpreadsheetError as error:
+                if format == "xlsx":
+                    info = inspect_workbook(path)
+                elif format == "labelstudio":
+                    found = inspect_labelstudio(path)
+                else:
+                    found = inspect_doccano(path, upload.name)
+            except SpreadsheetError as error:  # LabelFileError too
                 raise ValidationError({"file": str(error)}) from None
+        if format != "xlsx":
+            body = {"format": format, "sheets": [], "key_column": found.key_field}
+            body |= {"units": found.units, "data_keys": list(found.fields)}
+            body |= {"label_sources": list(found.label_sources)}
+            return Response(body | {"annotators": list(found.annotators)})
         sheets = [asdict(s) for s in info.sheets]
         guess = next((s.key_column for s in info.sheets if s.key_column), None)
-        return Response({"sheets": sheets, "key_column": guess})
+        return Response({"format": "xlsx", "sheets": sheets, "key_column": guess})
 
 
 class PriorImportApi(APIView):
@@ -447,13 +524,14 @@ class PriorImportApi(APIView):
     def post(self, request: Request) -> Response:
         data = PriorImportInput(data=request.data)
         data.is_valid(raise_exception=True)
-        given = PriorMappingInput(data=data.validated_data["mapping"])
+        format = data.validated_data["format"]
+        given = PriorMappingInput(data=data.validated_data["mapping"], context={"format": format})
         if not given.is_valid():
             raise ValidationError({"mapping": given.errors})
         options = given.validated_data
         study, version = self._target(request, options)
-        mapping = self._mapping(options, version)
         upload = data.validated_data["file"]
+        mapping = prior_mapping(options, version, format=format, source_name=upload.name)
         with _saved(upload) as path:
             try:
                 review = review_prior_labels(path=path, mapping=mapping, version=version)
@@ -478,21 +556,6 @@ class PriorImportApi(APIView):
                 return Response(body, status=status.HTTP_400_BAD_REQUEST)
         return Response(_result(result), status=status.HTTP_201_CREATED)
 
-    def _mapping(self, options: dict[str, Any], version: CodebookVersion) -> PriorMapping:
-        separators = options["separators"]
-        if separators is None:
-            multi = Facet.objects.filter(version=version, kind=Facet.Kind.MULTI)
-            separators = {key: [" & ", " / "] for key in multi.values_list("key", flat=True)}
-        return PriorMapping(
-            key_column=options["key_column"],
-            sheet_to_annotator=options["sheet_to_annotator"],
-            column_to_facet=options["column_to_facet"],
-            final_sheet=options["final_sheet"],
-            final_column_to_facet=options["final_column_to_facet"],
-            separators=separators,
-            duplicates=options["duplicates"],
-        )
-
     def _target(
         self, request: Request, options: dict[str, Any]
     ) -> tuple[Study | None, CodebookVersion]:
@@ -515,6 +578,30 @@ class PriorImportApi(APIView):
         if version is None:
             raise ValidationError({"mapping": {"codebook_version": "no such published version"}})
         return None, version
+
+
+def prior_mapping(
+    options: dict[str, Any], version: CodebookVersion, *, format: str, source_name: str
+) -> PriorMapping:
+    """The PriorMapping of validated PriorMappingInput `options` for a file of `format` (the
+    API and `manage.py import_prior_labels`)."""
+    separators = options["separators"]
+    if separators is None and format == "xlsx":
+        multi = Facet.objects.filter(version=version, kind=Facet.Kind.MULTI)
+        separators = {key: [" & ", " / "] for key in multi.values_list("key", flat=True)}
+    return PriorMapping(
+        key_column=options["key_column"] or options["data_key"],
+        sheet_to_annotator=options["sheet_to_annotator"],
+        column_to_facet=options["column_to_facet"],
+        final_sheet=options["final_sheet"] if format == "xlsx" else None,
+        final_column_to_facet=options["final_column_to_facet"] if format == "xlsx" else None,
+        separators=separators or {},
+        duplicates=options["duplicates"],
+        format=format,
+        data_key=options["data_key"],
+        predictions=options["predictions"],
+        source_name=source_name,
+    )
 
 
 def _unmatched(review: Review, choices: dict[str, dict[str, str]]) -> dict[str, list[str]]:

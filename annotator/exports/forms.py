@@ -7,6 +7,7 @@ from django import forms
 from annotator.adjudication.models import Decision
 from annotator.studies.models import Study
 from annotator.upload_handling import UploadRefused, accept_upload
+from annotator.uploads import display_name
 from taxonomy_app.models import CodebookVersion
 
 from .models import ExportJob
@@ -52,10 +53,48 @@ class ExportForm(forms.Form):
         return {k: self.cleaned_data[k] for k in keys if self.cleaned_data.get(k) not in (None, "")}
 
 
-class UploadForm(forms.Form):
-    """Step 1 of the prior-labels wizard: the workbook and where it goes."""
+PRIOR_FORMATS = [
+    ("xlsx", "Spreadsheet (.xlsx: a sheet per annotator plus Final)"),
+    ("labelstudio", "Label Studio JSON export (.json)"),
+    ("doccano", "doccano JSONL export, text classification (.jsonl)"),
+]
+# Label Studio and doccano files pass the checks of the "issues" upload kind (size, UTF-8
+# without NULs, a JSON head that fits the extension: annotator/uploads.py) after the extension
+# check here, which names the format.
+LABEL_FILE_EXTENSIONS = {
+    "labelstudio": (".json",),
+    "doccano": (".jsonl", ".ndjson", ".json"),
+}
 
-    file = forms.FileField(help_text=".xlsx, a sheet per annotator (plus Final), a row per issue")
+
+def upload_kind(format: str) -> str:
+    """The upload kind (annotator/upload_handling.py) a prior-label file of `format` is."""
+    return "workbook" if format == "xlsx" else "issues"
+
+
+def accept_prior_file(upload: Any, format: str) -> None:
+    """Every check a prior-label upload of `format` passes before it is kept or read; raises
+    UploadRefused naming the file."""
+    if format in LABEL_FILE_EXTENSIONS:
+        extensions = LABEL_FILE_EXTENSIONS[format]
+        if not (upload.name or "").lower().endswith(extensions):
+            label = dict(PRIOR_FORMATS)[format]
+            raise UploadRefused(
+                f"{display_name(upload.name)}: expected a {label} ({', '.join(extensions)})"
+            )
+    accept_upload(upload, upload_kind(format))  # size, sniffing, zip and XML: uploads.py
+
+
+class UploadForm(forms.Form):
+    """Step 1 of the prior-labels wizard: the file, its format and where it goes."""
+
+    format = forms.ChoiceField(
+        choices=PRIOR_FORMATS, initial="xlsx", required=False, label="File format"
+    )
+    file = forms.FileField(
+        help_text=".xlsx with a sheet per annotator (plus Final) and a row per issue; or a "
+        "Label Studio JSON export; or a doccano JSONL export (one file per user, or a user field)"
+    )
     study = forms.ModelChoiceField(
         queryset=Study.objects.none(),
         required=False,
@@ -76,16 +115,15 @@ class UploadForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
+        data["format"] = data.get("format") or "xlsx"  # a form posted without it: a workbook
+        upload, format = data.get("file"), data["format"]
+        if upload is not None and format:
+            try:
+                accept_prior_file(upload, format)
+            except UploadRefused as error:
+                self.add_error("file", f"{error}. Nothing was imported.")
         if not data.get("study") and not (data.get("study_name") and data.get("codebook_version")):
             raise forms.ValidationError(
                 "Choose a study, or name a new study and choose its codebook version."
             )
         return data
-
-    def clean_file(self) -> Any:
-        upload = self.cleaned_data["file"]
-        try:
-            accept_upload(upload, "workbook")  # size, sniffing, zip and XML: annotator/uploads.py
-        except UploadRefused as error:
-            raise forms.ValidationError(f"{error}. Nothing was imported.") from None
-        return upload

@@ -22,6 +22,7 @@ class ExportJob(Job):
         JSONL = "jsonl", "JSON Lines"
         PARQUET = "parquet", "Parquet"
         XLSX = "xlsx", "XLSX (a sheet per annotator plus Final)"
+        LABELSTUDIO = "labelstudio", "Label Studio tasks (JSON; the final labels as predictions)"
 
     class Table(models.TextChoices):
         FINAL = "final", "final dataset (one row per issue)"
@@ -33,7 +34,7 @@ class ExportJob(Job):
         DECIDED = "decided", "decided items only"
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="export_jobs")
-    format = models.CharField(max_length=8, choices=Format.choices, default=Format.CSV)
+    format = models.CharField(max_length=16, choices=Format.choices, default=Format.CSV)
     table = models.CharField(
         max_length=16,
         choices=Table.choices,
@@ -89,5 +90,7 @@ class ExportJob(Job):
 
     @property
     def filename(self) -> str:
+        if self.format == self.Format.LABELSTUDIO:  # Label Studio imports a .json file
+            return f"study-{self.study_id}-labelstudio-export-{self.pk}.json"
         table = "" if self.format == self.Format.XLSX else f"-{self.table}"
         return f"study-{self.study_id}{table}-export-{self.pk}.{self.format}"

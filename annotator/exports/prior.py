@@ -45,7 +45,8 @@ from annotator.studies.services import (
 from taxonomy_app.models import Category, CodebookVersion, Facet, Proposal
 from taxonomy_app.rules import violations
 
-from .matching import Matching, match_values
+from .interop import FORMATS, TASK, read_doccano, read_labelstudio
+from .matching import Matching, Occurrence, match_values
 from .spreadsheets import DUPLICATE_RULES, PriorLabels, read_rounds
 
 ISSUE_URL = re.compile(r"^https?://github\.com/([\w.-]+)/([\w.-]+)/(?:issues|pull)/(\d+)/?$")
@@ -68,7 +69,17 @@ class PriorImportError(ValueError):
 
 @dataclass(frozen=True)
 class PriorMapping:
-    """How to read the workbook: what the wizard's mapping step produces."""
+    """How to read the file: what the wizard's mapping step produces.
+
+    For a workbook (`format` "xlsx"): the key column, sheet → annotator, column → facet, the
+    final sheet. For a Label Studio JSON or doccano JSONL export (`interop.py`): `data_key`
+    names the field identifying the issue, `column_to_facet` maps each Label Studio
+    `from_name` (doccano: each label prefix, and "label" for unprefixed labels) to a facet
+    ("" leaves it out), `sheet_to_annotator` maps a `completed_by` / doccano user to the
+    annotator's name (empty: every annotator under their id; "" leaves one out), and
+    `predictions` ("ignore" | "rater") says whether Label Studio predictions are read as the
+    labels of a rater named after their model_version. `source_name` is the uploaded file's
+    name (a per-user doccano file names its annotator)."""
 
     key_column: str
     sheet_to_annotator: dict[str, str]
@@ -77,8 +88,30 @@ class PriorMapping:
     final_column_to_facet: dict[str, str] | None = None
     separators: dict[str, list[str]] = field(default_factory=dict)
     duplicates: str = "first"  # a key repeated in a sheet: keep its "first" row, "last", "drop"
+    format: str = "xlsx"  # xlsx | labelstudio | doccano
+    data_key: str = ""
+    predictions: str = "ignore"
+    source_name: str = ""
 
     def read(self, path: Path) -> PriorLabels:
+        if self.format == "labelstudio":
+            return read_labelstudio(
+                path,
+                data_key=self.data_key,
+                from_name_to_facet=self.column_to_facet,
+                annotators=self.sheet_to_annotator,
+                duplicates=self.duplicates,
+                predictions=self.predictions,
+            )
+        if self.format == "doccano":
+            return read_doccano(
+                path,
+                data_key=self.data_key,
+                label_to_facet=self.column_to_facet,
+                annotators=self.sheet_to_annotator,
+                duplicates=self.duplicates,
+                source_name=self.source_name,
+            )
         return read_rounds(
             path,
             key_column=self.key_column,
@@ -142,9 +175,17 @@ def review_prior_labels(*, path: Path, mapping: PriorMapping, version: CodebookV
     """Read the workbook with `mapping` and match each facet's values to the version's
     categories. Raises SpreadsheetError (naming sheet, row, column) or PriorImportError."""
     categories = facet_categories(version)
+    if mapping.format not in FORMATS:
+        raise PriorImportError(f"format: choose {', '.join(FORMATS)}, not {mapping.format!r}")
+    if mapping.format != "xlsx" and not mapping.data_key:
+        raise PriorImportError(
+            f"mapping 'data_key': name the field of each {_unit(mapping)} "
+            "that identifies the issue (e.g. html_url)"
+        )
     facets = set(mapping.column_to_facet.values()) | set(
         (mapping.final_column_to_facet or {}).values()
     )
+    facets.discard("")  # a Label Studio from_name or doccano prefix left out
     unknown = facets - set(categories)
     if unknown:
         raise PriorImportError(f"no facets {sorted(unknown)} in codebook version {version}")
@@ -157,6 +198,20 @@ def review_prior_labels(*, path: Path, mapping: PriorMapping, version: CodebookV
     matchings = {f: match_values(labels.values(f), categories[f]) for f in sorted(facets)}
     choices = {f: [(c, n[0]) for c, n in categories[f].items()] for f in sorted(facets)}
     return Review(labels=labels, matchings=matchings, categories=choices)
+
+
+def _unit(mapping: PriorMapping) -> str:
+    """What a file's records are called in messages: rows, tasks or lines."""
+    return {"labelstudio": "task", "doccano": "line"}.get(mapping.format, "row")
+
+
+def _place(where: Occurrence) -> str:
+    """Where a value first occurs, for a message: a task, a line of a file, a sheet's row."""
+    if where.sheet == TASK:
+        return f" (first in task {where.row}, from_name {where.column!r})"
+    if where.sheet.endswith((".jsonl", ".ndjson", ".json")):
+        return f" (first in {where.sheet} line {where.row}, field 'label')"
+    return f" (first in sheet {where.sheet!r} row {where.row}, column {where.column!r})"
 
 
 def resolve_values(
@@ -172,7 +227,8 @@ def resolve_values(
         values = {**matching.matched, **{k: v for k, v in given.items()}}
         for unmatched in matching.unmatched:
             if unmatched.value not in given:
-                missing.append(f"{facet}: {unmatched.value!r}")
+                first = _place(unmatched.occurrences[0]) if unmatched.occurrences else ""
+                missing.append(f"{facet}: {unmatched.value!r}{first}")
         bad = [v for v in values.values() if v not in codes and v not in (PROPOSE, IGNORE)]
         if bad:
             raise PriorImportError(f"facet {facet!r} has no categories {sorted(set(bad))}")
@@ -211,6 +267,7 @@ def import_prior_labels(
     round = round_for_selection(study=study, kind=Round.Kind.CALIBRATION)
     result = PriorImportResult(study=study, round=round)
     writer = _Writer(study, round, values, result, filename or path.name)
+    writer.whose = "sheet of" if mapping.format == "xlsx" else "labels of"
     writer.members(review.labels)
     writer.items(review.labels)
     writer.annotations(review.labels)
@@ -243,7 +300,7 @@ def import_record(
       agreement counts as missing.
     """
     labels = review.labels
-    return {
+    record: dict[str, Any] = {
         "source": source,
         "duplicates": mapping.duplicates,
         "sheets": dict(mapping.sheet_to_annotator),
@@ -254,6 +311,18 @@ def import_record(
         ],
         "left_out": left_out_values(labels, values),
     }
+    if mapping.format != "xlsx":
+        # Label Studio / doccano: `sheets` is who in the file became which rater, and
+        # `not_labels` counts what held no labels (skipped tasks, cancelled annotations, lines
+        # without labels), each also listed in `skipped` (sheet "task" with the task id as
+        # row, or the file's name with the line number).
+        record |= {
+            "format": mapping.format,
+            "data_key": mapping.data_key,
+            "sheets": dict(labels.sources),
+            "not_labels": dict(sorted(labels.not_labels.items())),
+        }
+    return record
 
 
 def left_out_values(
@@ -299,6 +368,8 @@ def check_label_rules(
         (sheet, mapping.column_to_facet, labels.annotators.get(annotator, {}))
         for sheet, annotator in mapping.sheet_to_annotator.items()
     ]
+    if mapping.format != "xlsx":  # the readers key rows by annotator name
+        sheets = [(name, mapping.column_to_facet, rows) for name, rows in labels.annotators.items()]
     if mapping.final_sheet and labels.final is not None:
         final_facets = mapping.final_column_to_facet or mapping.column_to_facet
         only = {key for key, _ in labels.final_only(mapping.final_sheet)}  # not imported
@@ -313,6 +384,8 @@ def check_label_rules(
             for found in violations(rules, codes, schema.infos):
                 row = labels.rows.get(sheet, {}).get(key)
                 where = f"sheet {sheet!r}, row {row} ({key})" if row else f"sheet {sheet!r}, {key}"
+                if mapping.format != "xlsx":
+                    where = f"{_unit(mapping)} {row} ({key}), annotator {sheet!r}"
                 rule = f"rule {schema.rules.index(found.rule) + 1}: {found.rule.label}"
                 problems.append(f"{where}: facet {found.rule.facet!r}: {found.message} ({rule})")
     if problems:
@@ -347,6 +420,7 @@ class _Writer:
             )
         }
         self.accounts: dict[str, Any] = {}
+        self.whose = "sheet of"
         self.item_of: dict[str, Item] = {}
 
     def members(self, labels: PriorLabels) -> None:
@@ -481,9 +555,10 @@ class _Writer:
                 codebook_version_id=self.study.codebook_version_id,
                 status=Annotation.Status.SUBMITTED,
                 submitted_at=self.now,
-                notes=f"imported from {self.source}, sheet of {name}",
+                seconds_spent=labels.seconds.get(name, {}).get(key, 0),
+                notes=f"imported from {self.source}, {self.whose} {name}",
             )
-            for a, (name, _) in zip(assignments, pairs, strict=True)
+            for a, (name, key) in zip(assignments, pairs, strict=True)
         )
         rows: list[AnnotationLabel] = []
         for annotation, (name, key) in zip(annotations, pairs, strict=True):

@@ -254,6 +254,15 @@ def final_rows(items: QuerySet[Item], book: Codebook) -> Iterator[dict[str, Any]
         yield row
 
 
+def with_bodies(rows: Iterable[dict[str, Any]], items: QuerySet[Item]) -> Iterator[dict[str, Any]]:
+    """`final_rows(items, …)` with each issue's `body` added: a second stream over the same
+    items in the same order (item id), read inside the caller's transaction."""
+    bodies = items.order_by("pk").values_list("pk", "issue__body").iterator(chunk_size=CHUNK)
+    for row, (pk, body) in zip(rows, bodies, strict=True):
+        assert row["item_id"] == pk  # both ordered by item id, in one snapshot
+        yield {**row, "body": body}
+
+
 def annotator_rows(
     items: QuerySet[Item], book: Codebook, annotator_id: int
 ) -> Iterator[dict[str, Any]]:

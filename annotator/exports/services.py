@@ -27,7 +27,7 @@ from annotator.adjudication.models import DecisionLabel
 from annotator.jobs import claim_job, finish_job, job_heartbeat, report_progress
 from annotator.studies.models import Annotation, AnnotationLabel, Item, Study
 
-from . import writers
+from . import interop, writers
 from .card_facts import build_card
 from .columns import (
     LONG_TABLE_COLUMNS,
@@ -48,6 +48,7 @@ from .rows import (
     final_rows,
     load_codebook,
     long_rows,
+    with_bodies,
 )
 
 __all__ = [
@@ -103,6 +104,8 @@ def export_dataset(
         progress = _Progress(on_progress)
         if format == Format.XLSX:
             tables = _write_xlsx(study, items, book, out, progress)
+        elif format == Format.LABELSTUDIO:
+            tables = _write_labelstudio(study, items, book, out, progress)
         else:
             columns, rows = _table(study, items, book, table)
             TEXT_WRITERS[format](progress.count(rows), columns, out)
@@ -174,6 +177,23 @@ def _write_xlsx(
     }
 
 
+def _write_labelstudio(
+    study: Study, items: QuerySet[Item], book: Codebook, out: IO[bytes], progress: _Progress
+) -> dict[str, list[Column]]:
+    """The items as Label Studio tasks (`interop.labelstudio_task`): the final rows with each
+    issue's body, the final labels as one prediction per task whose model_version names the
+    study and the export."""
+    model_version = f"annotator study {study.pk} ({study.name}) final labels, {_stamp()}"
+    facets = [(f.key, f.kind, f.levels) for f in book.facets]
+    rows = with_bodies(final_rows(items, book), items)
+    interop.write_labelstudio(progress.count(rows), facets, out, model_version=model_version)
+    return {"final": final_dataset_columns(book.facets)}
+
+
+def _stamp() -> str:
+    return timezone.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 class _Progress:
     """Counts rows as the writer pulls them and reports every CHUNK rows."""
 
@@ -198,6 +218,8 @@ def total_rows(
         annotations = Annotation.objects.filter(assignment__item__in=items.values("pk"))
         disputed = disagreement_items(items, study).count()
         return items.count() + annotations.filter(status=submitted).count() + disputed
+    if format == Format.LABELSTUDIO or table == Table.FINAL:
+        return items.count()
     if table == Table.DISAGREEMENTS:
         return disagreement_items(items, study).count()
     if table == Table.LONG:

@@ -126,6 +126,10 @@ class PriorLabels:
     skipped: list[SkippedRow] = field(default_factory=list)
     occurrences: dict[str, dict[str, list[Occurrence]]] = field(default_factory=dict)
     rows: dict[str, dict[str, int]] = field(default_factory=dict)  # sheet → key → row number
+    # Filled by the Label Studio and doccano readers (interop.py), empty for workbooks:
+    seconds: dict[str, dict[str, int]] = field(default_factory=dict)  # annotator → key → s
+    sources: dict[str, str] = field(default_factory=dict)  # annotator id in the file → name
+    not_labels: dict[str, int] = field(default_factory=dict)  # e.g. cancelled_annotations → n
 
     def values(self, facet: str) -> dict[str, list[Occurrence]]:
         """Each raw value of `facet` in any sheet → where it occurs (input to match_values)."""

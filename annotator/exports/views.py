@@ -22,6 +22,7 @@ CONTENT_TYPES = {
     "jsonl": "application/x-ndjson",
     "parquet": "application/vnd.apache.parquet",
     "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "labelstudio": "application/json",
 }
 
 

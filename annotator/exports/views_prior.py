@@ -1,5 +1,9 @@
 """The prior-labels wizard: upload → map sheets and columns → review values → confirm.
 
+The file is a workbook, a Label Studio JSON export or a doccano JSONL export (the format is
+chosen on upload); the map step differs (sheets and columns, or the data key and the
+from_names / label prefixes), the review and confirm steps are the same.
+
 Nothing but the uploaded file (kept under MEDIA_ROOT/prior-labels/) and the session's wizard
 state is written before the confirm step, which calls `prior.import_prior_labels` once.
 """
@@ -21,7 +25,8 @@ from annotator.studies.models import Membership, Study
 from annotator.upload_handling import store_upload
 from taxonomy_app.models import CodebookVersion, Facet
 
-from .forms import UploadForm
+from .forms import UploadForm, upload_kind
+from .interop import LabelFileInfo, inspect_doccano, inspect_labelstudio
 from .prior import (
     IGNORE,
     PROPOSE,
@@ -74,30 +79,55 @@ def prior_upload(request: HttpRequest) -> HttpResponse:
     form = UploadForm(request.POST or None, request.FILES or None, user=request.user)
     if request.method == "POST" and form.is_valid():
         token = secrets.token_urlsafe(12)
-        upload = form.cleaned_data["file"]
-        name = store_upload(upload, directory="prior-labels", kind_name="workbook")
+        upload, format = form.cleaned_data["file"], form.cleaned_data["format"]
+        name = store_upload(upload, directory="prior-labels", kind_name=upload_kind(format))
         try:
-            info = inspect_workbook(default_storage.path(name))
-        except SpreadsheetError as error:
+            state = _inspect(form, name, format)
+        except SpreadsheetError as error:  # LabelFileError too
             default_storage.delete(name)
             form.add_error("file", str(error))
         else:
-            _save(request, token, _upload_state(form, name, info))
+            _save(request, token, state)
             return redirect("exports:prior_map", token=token)
     status = 400 if form.errors else 200
     return render(request, "exports/prior_upload.html", {"form": form}, status=status)
 
 
-def _upload_state(form: UploadForm, name: str, info: WorkbookInfo) -> dict[str, Any]:
-    """The wizard's state after the upload: the stored file, the target and the sheets."""
+def _inspect(form: UploadForm, name: str, format: str) -> dict[str, Any]:
+    path = default_storage.path(name)
+    if format == "labelstudio":
+        return _label_file_state(form, name, inspect_labelstudio(path))
+    if format == "doccano":
+        return _label_file_state(form, name, inspect_doccano(path, form.cleaned_data["file"].name))
+    return _upload_state(form, name, inspect_workbook(path))
+
+
+def _target_state(form: UploadForm, name: str) -> dict[str, Any]:
     study, version = form.cleaned_data["study"], form.cleaned_data["codebook_version"]
     return {
         "file": name,
         "filename": form.cleaned_data["file"].name,
+        "format": form.cleaned_data["format"],
         "study": study.pk if study else None,
         "study_name": form.cleaned_data["study_name"],
         "version": version.pk if version else None,
-        "sheets": [_sheet_state(s) for s in info.sheets],
+    }
+
+
+def _upload_state(form: UploadForm, name: str, info: WorkbookInfo) -> dict[str, Any]:
+    """The wizard's state after the upload: the stored file, the target and the sheets."""
+    return {**_target_state(form, name), "sheets": [_sheet_state(s) for s in info.sheets]}
+
+
+def _label_file_state(form: UploadForm, name: str, info: LabelFileInfo) -> dict[str, Any]:
+    """The state after a Label Studio or doccano upload: fields, label sources, annotators."""
+    return {
+        **_target_state(form, name),
+        "units": info.units,
+        "fields": list(info.fields),
+        "key_field": info.key_field,
+        "label_sources": list(info.label_sources),
+        "annotators": list(info.annotators),
     }
 
 
@@ -145,6 +175,72 @@ class MappingForm(forms.Form):
         self.multi = [f.key for f in facets if f.kind == Facet.Kind.MULTI]
 
 
+class LabelFileMappingForm(forms.Form):
+    """The map step for a Label Studio or doccano file: which field names the issue, which
+    facet each from_name (doccano: each label prefix, or unprefixed labels) holds."""
+
+    def __init__(self, *args: Any, state: dict[str, Any], facets: list[Facet], **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        fields = list(state["fields"])
+        if "repository" in fields and "number" in fields:
+            fields.append("repository+number")
+        self.fields["data_key"] = forms.ChoiceField(
+            choices=[(f, f) for f in fields],
+            initial=state["key_field"],
+            label="The field naming the issue",
+            help_text="a GitHub issue URL, OWNER/NAME#N, or repository+number",
+        )
+        labelstudio = state["format"] == "labelstudio"
+        choices = [("", "— leave out —"), *((f.key, f.name) for f in facets)]
+        self.sources = list(state["label_sources"])
+        for i, source in enumerate(self.sources):
+            if labelstudio:
+                label = f"Label Studio control “{source}” (from_name) holds"
+            elif source == "label":
+                label = "Labels without a facet: prefix hold"
+            else:
+                label = f"Labels “{source}:…” hold"
+            self.fields[f"source_{i}"] = forms.ChoiceField(
+                choices=choices,
+                required=False,
+                label=label,
+                initial=_guess_facet(source, facets),
+            )
+        self.fields["duplicates"] = forms.ChoiceField(
+            choices=DUPLICATES,
+            initial="first",
+            label="An issue one annotator labelled twice",
+            help_text="every task or line left out is listed on the next page",
+        )
+        if labelstudio:
+            self.fields["predictions"] = forms.ChoiceField(
+                choices=[
+                    ("ignore", "ignore them"),
+                    ("rater", "read each model_version as a rater"),
+                ],
+                initial="ignore",
+                label="Predictions in the file",
+            )
+
+
+def _label_file_mapping(form: LabelFileMappingForm, state: dict[str, Any]) -> dict[str, Any]:
+    data = form.cleaned_data
+    to_facet = {s: data[f"source_{i}"] for i, s in enumerate(form.sources)}
+    return {
+        "format": state["format"],
+        "key_column": data["data_key"],
+        "data_key": data["data_key"],
+        "sheet_to_annotator": {},
+        "column_to_facet": to_facet,
+        "final_sheet": None,
+        "final_column_to_facet": None,
+        "separators": {},
+        "duplicates": data["duplicates"],
+        "predictions": data.get("predictions") or "ignore",
+        "source_name": state["filename"],
+    }
+
+
 def _guess_facet(column: str, facets: list[Facet]) -> str:
     text = column.casefold().removesuffix(" final").strip()
     for f in facets:
@@ -182,11 +278,28 @@ def _mapping(form: MappingForm, state: dict[str, Any]) -> dict[str, Any]:
 def prior_map(request: HttpRequest, token: str) -> HttpResponse:
     state = _state(request, token)
     facets = list(Facet.objects.filter(version=_version(state)).order_by("order", "pk"))
+    if state.get("format", "xlsx") != "xlsx":
+        return _label_file_map(request, token, state, facets)
     form = MappingForm(request.POST or None, state=state, facets=facets)
     if request.method == "POST" and form.is_valid():
         mapping = _mapping(form, state)
         if not mapping["sheet_to_annotator"] or not mapping["column_to_facet"]:
             form.add_error(None, "Map at least one annotator sheet and one column to a facet.")
+        else:
+            _save(request, token, {**state, "mapping": mapping})
+            return redirect("exports:prior_review", token=token)
+    context = {"form": form, "state": state, "token": token}
+    return render(request, "exports/prior_map.html", context, status=400 if form.errors else 200)
+
+
+def _label_file_map(
+    request: HttpRequest, token: str, state: dict[str, Any], facets: list[Facet]
+) -> HttpResponse:
+    form = LabelFileMappingForm(request.POST or None, state=state, facets=facets)
+    if request.method == "POST" and form.is_valid():
+        mapping = _label_file_mapping(form, state)
+        if not any(mapping["column_to_facet"].values()):
+            form.add_error(None, "Map at least one from_name or label prefix to a facet.")
         else:
             _save(request, token, {**state, "mapping": mapping})
             return redirect("exports:prior_review", token=token)
@@ -235,7 +348,9 @@ def prior_review(request: HttpRequest, token: str) -> HttpResponse:
 def _summary(result: PriorImportResult) -> str:
     proposals = f", {result.proposals} proposals" if result.proposals else ""
     skipped, only = len(result.record["skipped"]), len(result.record["final_only"])
-    left_out = f", {skipped} rows left out" if skipped else ""
+    unit = {"labelstudio": "tasks or annotations", "doccano": "lines"}
+    left_out = f", {skipped} {unit.get(result.record.get('format', ''), 'rows')} left out"
+    left_out = left_out if skipped else ""
     final = f", {only} keys of the final sheet alone not imported" if only else ""
     return (
         f"Imported round {result.round.number} (closed): {result.items} items, "
