@@ -1,3 +1,3 @@
-from django.urls import URLPattern, path  # noqa: F401 -- API routes join as they are built
+from django.urls import URLPattern
 
-urlpatterns: list[URLPattern] = []
+urlpatterns: list[URLPattern] = []  # the screening API routes join as they are built

@@ -1,5 +1,5 @@
-from django.urls import URLPattern, path  # noqa: F401 -- pages join as they are built
+from django.urls import URLPattern
 
 app_name = "screening"
 
-urlpatterns: list[URLPattern] = []
+urlpatterns: list[URLPattern] = []  # the screening pages join as they are built

@@ -23,14 +23,14 @@ def dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
     rounds = [
         _with_unsure(row, figures[row.round.pk]) for row in study_dashboard(study=membership.study)
     ]
-    context = {
+    context: dict[str, Any] = {
         "study": membership.study,
         "membership": membership,
         "rounds": rounds,
-        "accuracy": gold_accuracy(study=membership.study),
     }
-    if getattr(request, "htmx", False):
+    if getattr(request, "htmx", False):  # the 15 s poll refreshes the figures, not the accuracy
         return render(request, "studies/dashboard.html#dashboard-figures", context)
+    context["accuracy"] = gold_accuracy(study=membership.study)
     return render(request, "studies/dashboard.html", context)
 
 
