@@ -120,6 +120,11 @@ def forget_github_token(*, user: Any) -> bool:
     return bool(deleted)
 
 
+def has_github_token(user: Any) -> bool:
+    """Whether syncs `user` starts will send their own token (without decrypting it)."""
+    return github_tokens_enabled() and GitHubToken.objects.filter(user=user).exists()
+
+
 def github_token_for(user: Any) -> str | None:
     """The GitHub token `user` stored, decrypted, or None (no user, no token, or no key:
     syncs then use the server's GITHUB_TOKEN). A token no key opens raises TokenKeyError."""
