@@ -82,28 +82,28 @@ def unique_username(login: str) -> str:
 class GitHubOAuth2Adapter(AllauthGitHubAdapter):
     """allauth's GitHub adapter with its URLs read from settings when used."""
 
-    @property  # type: ignore[override]
+    @property
     def web_url(self) -> str:
         return str(provider_settings().get("GITHUB_URL") or GITHUB_COM).rstrip("/")
 
-    @property  # type: ignore[override]
+    @property
     def api_url(self) -> str:
         web = self.web_url
         return "https://api.github.com" if web == GITHUB_COM else f"{web}/api/v3"
 
-    @property  # type: ignore[override]
+    @property
     def access_token_url(self) -> str:
         return f"{self.web_url}/login/oauth/access_token"
 
-    @property  # type: ignore[override]
+    @property
     def authorize_url(self) -> str:
         return f"{self.web_url}/login/oauth/authorize"
 
-    @property  # type: ignore[override]
+    @property
     def profile_url(self) -> str:
         return f"{self.api_url}/user"
 
-    @property  # type: ignore[override]
+    @property
     def emails_url(self) -> str:
         return f"{self.api_url}/user/emails"
 

@@ -4,6 +4,8 @@ token is never shown back, not even in part."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from allauth.socialaccount.models import SocialAccount
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
@@ -22,6 +24,7 @@ from .services import forget_github_token, github_tokens_enabled, store_github_t
 @require_http_methods(["GET", "POST"])
 def github_token(request: HttpRequest) -> HttpResponse:
     """GET shows the state; POST stores a pasted token and redirects (nothing to show once)."""
+    user: Any = request.user  # signed in (LoginRequiredMiddleware)
     form = GitHubTokenForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -37,10 +40,10 @@ def github_token(request: HttpRequest) -> HttpResponse:
             return redirect("accounts:github")
     context = {
         "form": form,
-        "stored": GitHubToken.objects.filter(user=request.user).first(),
+        "stored": GitHubToken.objects.filter(user=user).first(),
         "enabled": github_tokens_enabled(),
         "sign_in": github_configured(),
-        "connected": SocialAccount.objects.filter(user=request.user, provider="github").first(),
+        "connected": SocialAccount.objects.filter(user=user, provider="github").first(),
     }
     response = render(request, "accounts/github.html", context, status=400 if form.errors else 200)
     response["Cache-Control"] = "no-store"
@@ -61,5 +64,6 @@ def github_token_forget(request: HttpRequest) -> HttpResponse:
     template = "accounts/github_forget.html"
     if getattr(request, "htmx", False):
         template += "#forget-confirm"
-    stored = GitHubToken.objects.filter(user=request.user).first()
+    user: Any = request.user
+    stored = GitHubToken.objects.filter(user=user).first()
     return render(request, template, {"stored": stored})

@@ -17,6 +17,7 @@ from annotator.accounts import crypto
 from annotator.accounts.errors import GitHubTokenError
 from annotator.accounts.models import GitHubToken
 from annotator.accounts.services import github_token_for, store_github_token
+from tests.backup.archives import dump_to, labelled_world, read
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -172,3 +173,19 @@ def test_rotation_without_a_key_is_refused(settings):
     settings.TOKEN_KEYS = []
     with pytest.raises(CommandError, match="set ANNOTATOR_TOKEN_KEYS"):
         call_command("rotate_token_keys")
+
+
+# --- backups ----------------------------------------------------------------------------------
+def test_a_study_backup_carries_no_github_token_nor_its_ciphertext(key, tmp_path):
+    world = labelled_world()
+    for person in [world.owner, *world.annotators]:
+        store_github_token(user=person, token=f"{SECRET}{person.pk}", source="pasted")
+    ciphertexts = list(GitHubToken.objects.values_list("ciphertext", flat=True))
+
+    _, members = read(dump_to(world, tmp_path / "backup.zip"))
+
+    everything = b"".join(members.values())
+    assert world.annotators[0].username.encode() in everything  # the people are in it
+    assert b"ghp_" not in everything and SECRET.encode() not in everything
+    assert not any(text.encode()[:40] in everything for text in ciphertexts)
+    assert not any("github" in name.lower() for name in members)
