@@ -132,3 +132,14 @@ def test_the_command_refuses_an_unknown_user_and_syncs_nothing(github):
     with pytest.raises(CommandError, match="--user 'nobody': no such user; nothing synced"):
         call_command("sync_github", github.full_name, "--user", "nobody")
     assert github.served == [] and Issue.objects.count() == 0
+
+
+def test_a_token_whose_key_was_dropped_fails_the_job_naming_the_keys(
+    logged_in_client, starter, github, settings
+):
+    settings.TOKEN_KEYS = [Fernet.generate_key().decode()]  # the old key gone, unrotated
+    logged_in_client.post(reverse("issues:sync"), {"repository": github.full_name})
+    job = finished(SyncJob.objects.get().pk)
+    assert job.status == SyncJob.Status.FAILED
+    assert job.error.startswith("your GitHub token: no key in ANNOTATOR_TOKEN_KEYS opens")
+    assert github.served == [] and Issue.objects.count() == 0
