@@ -7,9 +7,10 @@ What this module decides, over allauth's defaults:
 - the user name of an account made from a GitHub login is the login, made unique (`alice`,
   then `alice-2`…) and never one of the pseudonymous rater names (raters.py): a GitHub login
   never lands in an existing local account by name;
-- a GitHub login whose e-mail address a local account already has is refused with a page
-  saying how to connect GitHub to that account (log in, then connect on the account page),
-  rather than a second account or a silent takeover (and no token waits in the session);
+- a GitHub login whose e-mail address (one GitHub verified; the others are dropped) a local
+  account already has is refused with a page saying how to connect GitHub to that account
+  (log in, then connect on the account page), rather than a second account or a silent
+  takeover (and no token waits in the session for allauth's sign-up form);
 - the access token is kept encrypted (services.store_github_token), never in allauth's
   SocialToken table (SOCIALACCOUNT_STORE_TOKENS = False);
 - GitHub's URLs are read from settings at each request (allauth reads them once at import),
@@ -24,6 +25,7 @@ from functools import wraps
 from typing import Any
 
 from allauth.account.adapter import DefaultAccountAdapter
+from allauth.account.models import EmailAddress
 from allauth.core.exceptions import ImmediateHttpResponse
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
 from allauth.socialaccount.internal.flows.signup import clear_pending_signup
@@ -189,11 +191,32 @@ def _keep_token(user: Any, sociallogin: SocialLogin) -> None:
     )
 
 
-def _emails(sociallogin: SocialLogin) -> set[str]:
-    found = {address.email.lower() for address in sociallogin.email_addresses}
-    if sociallogin.user is not None and sociallogin.user.email:
-        found.add(sociallogin.user.email.lower())
-    return found
+def _keep_verified_emails(sociallogin: SocialLogin) -> set[str]:
+    """Drop the addresses GitHub has not verified (anyone can add any address to a GitHub
+    account): the new account gets a verified one or none, and only the person's own verified
+    addresses are compared with local accounts'. Returns those, in lower case."""
+    verified = [address for address in sociallogin.email_addresses if address.verified]
+    sociallogin.email_addresses = verified
+    emails = {address.email.lower() for address in verified}
+    user = sociallogin.user
+    if user is not None and user.email.lower() not in emails:
+        primary = [a.email for a in verified if a.primary] or [a.email for a in verified]
+        user.email = primary[0] if primary else ""
+    return emails
+
+
+def _emails_taken(emails: set[str]) -> bool:
+    """Whether an account here has one of `emails`, on the user (as typed at sign-up, so
+    compared without case, which allauth's lookup does not) or among allauth's addresses."""
+    if not emails:
+        return False
+    query = Q()
+    for email in emails:
+        query |= Q(email__iexact=email)
+    return (
+        get_user_model().objects.filter(query).exists()
+        or EmailAddress.objects.filter(query).exists()
+    )
 
 
 class GitHubAccountAdapter(DefaultSocialAccountAdapter):
@@ -219,13 +242,7 @@ class GitHubAccountAdapter(DefaultSocialAccountAdapter):
         self._refuse_taken_email(request, sociallogin)
 
     def _refuse_taken_email(self, request: HttpRequest, sociallogin: SocialLogin) -> None:
-        emails = _emails(sociallogin)
-        if not emails:
-            return
-        query = Q()
-        for email in emails:
-            query |= Q(email__iexact=email)
-        if get_user_model().objects.filter(query).exists():
+        if _emails_taken(_keep_verified_emails(sociallogin)):
             raise ImmediateHttpResponse(
                 answer_page(
                     request,

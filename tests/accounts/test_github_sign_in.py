@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from allauth.account.models import EmailAddress
 from allauth.socialaccount.models import SocialAccount, SocialToken
 from cryptography.fernet import Fernet
 from django.contrib.auth import get_user_model
@@ -256,6 +257,31 @@ def test_an_email_a_local_account_has_is_refused_and_nothing_is_made(client, oau
     assert not any(token in s.session_data for s in Session.objects.all())
     local.refresh_from_db()
     assert local.check_password(PASSWORD)
+
+
+def test_an_unverified_address_neither_blocks_nor_becomes_the_accounts(client, oauth):
+    """Anyone can add any address to a GitHub account, unverified: it must not reveal or
+    block a local account, nor be given to the new one."""
+    UserFactory(username="mona", email="mona@example.org")
+    oauth.user = GitHubUser(
+        login="mallory",
+        id=99,
+        email="mona@example.org",
+        emails=[
+            {"email": "mona@example.org", "primary": True, "verified": False, "visibility": None},
+            {
+                "email": "mallory@github.example",
+                "primary": False,
+                "verified": True,
+                "visibility": None,
+            },
+        ],
+    )
+    response = sign_in(client, oauth)
+    assert response.status_code == 302
+    mallory = User.objects.get(socialaccount__uid="99")
+    assert mallory.username == "mallory" and mallory.email == "mallory@github.example"
+    assert list(EmailAddress.objects.values_list("email", flat=True)) == ["mallory@github.example"]
 
 
 # --- refused, cancelled, forged ---------------------------------------------------------------
