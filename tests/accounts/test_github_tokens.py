@@ -5,6 +5,9 @@ plaintext one), re-encrypted by `manage.py rotate_token_keys` when a key is rota
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -189,3 +192,14 @@ def test_a_study_backup_carries_no_github_token_nor_its_ciphertext(key, tmp_path
     assert b"ghp_" not in everything and SECRET.encode() not in everything
     assert not any(text.encode()[:40] in everything for text in ciphertexts)
     assert not any("github" in name.lower() for name in members)
+
+
+def test_the_encryption_core_is_pure():
+    """crypto.py imports no Django: the keys are passed in, so a script can check a key."""
+    code = (
+        "import sys, annotator.accounts.crypto;"
+        "print(any(m.startswith('django') for m in sys.modules))"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+    assert done.stdout.strip() == "False", done.stderr
