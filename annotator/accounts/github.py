@@ -19,6 +19,7 @@ What this module decides, over allauth's defaults:
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from functools import wraps
@@ -44,10 +45,12 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
+from .errors import GitHubTokenError
 from .models import GitHubToken
 from .raters import RATER_NAME, RESERVED_MESSAGE
 from .services import github_tokens_enabled, store_github_token
 
+logger = logging.getLogger(__name__)
 GITHUB_COM = "https://github.com"
 USERNAME_LENGTH = 150
 
@@ -182,9 +185,16 @@ def _keep_token(user: Any, sociallogin: SocialLogin) -> None:
         return
     if GitHubToken.objects.filter(user=user, source=GitHubToken.Source.PASTED).exists():
         return
+    try:
+        _store_granted(user, sociallogin, token.token)
+    except GitHubTokenError as error:  # a malformed key (`manage.py check` says so): sign in
+        logger.error("GitHub token of user #%s not kept: %s", user.pk, error)
+
+
+def _store_granted(user: Any, sociallogin: SocialLogin, token: str) -> None:
     store_github_token(
         user=user,
-        token=token.token,
+        token=token,
         source=GitHubToken.Source.SIGN_IN,
         scopes=getattr(sociallogin, "granted_scopes", ""),
         github_login=str(sociallogin.account.extra_data.get("login", "")),

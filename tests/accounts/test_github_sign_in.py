@@ -400,3 +400,32 @@ def test_stored_tokens_open_only_with_a_configured_key(oauth, key):
     assert crypto.decrypt(stored, [key]) == "ghp_secretSecret0123456789"
     with pytest.raises(crypto.TokenKeyError, match="no key in ANNOTATOR_TOKEN_KEYS opens"):
         crypto.decrypt(stored, [Fernet.generate_key().decode()])
+
+
+def test_a_malformed_key_does_not_stop_the_sign_in_and_the_log_names_no_token(
+    client, oauth, settings, caplog
+):
+    settings.TOKEN_KEYS = ["not-a-fernet-key"]
+    sign_in(client, oauth)
+    assert signed_in_as(client) == "octocat" and GitHubToken.objects.count() == 0
+    (token,) = oauth.issued()
+    logged = [r.getMessage() for r in caplog.records if r.name == "annotator.accounts.github"]
+    assert logged == [
+        f"GitHub token of user #{User.objects.get().pk} not kept: field 'token': ANNOTATOR_TOKEN_KEYS key 1 is not a Fernet key (32 url-safe base64-encoded bytes)"
+    ]
+    assert all(token not in record.getMessage() for record in caplog.records)
+
+
+def test_the_system_checks_name_a_malformed_key_and_sign_in_without_keys(settings, oauth):
+    from annotator.accounts.checks import check_sign_in_keeps_tokens, check_token_keys
+
+    assert check_token_keys() == [] and check_sign_in_keeps_tokens() == []
+    settings.TOKEN_KEYS = [Fernet.generate_key().decode(), "short"]
+    assert [(m.id, m.msg) for m in check_token_keys()] == [
+        (
+            "accounts.E001",
+            "ANNOTATOR_TOKEN_KEYS key 2 is not a Fernet key (32 url-safe base64-encoded bytes)",
+        )
+    ]
+    settings.TOKEN_KEYS = []
+    assert [m.id for m in check_sign_in_keeps_tokens()] == ["accounts.W001"]
