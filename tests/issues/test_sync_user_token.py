@@ -7,19 +7,22 @@ from __future__ import annotations
 
 import io
 import logging
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from cryptography.fernet import Fernet
 from django.core.management import CommandError, call_command
+from django.db import transaction
 from django.urls import reverse
 from rest_framework.test import APIClient
 
 from annotator.accounts.models import GitHubToken
 from annotator.accounts.services import create_api_token, store_github_token
 from annotator.issues.models import Issue, SyncJob
-from annotator.issues.sync import run_sync_job
+from annotator.issues.sync import run_sync_job, start_sync_job
+from tests.conftest import WORKER_TOKEN_KEY
 from tests.factories import UserFactory
 from tests.issues.fake_github import FakeGitHub
 
@@ -143,3 +146,27 @@ def test_a_token_whose_key_was_dropped_fails_the_job_naming_the_keys(
     assert job.status == SyncJob.Status.FAILED
     assert job.error.startswith("your GitHub token: no key in ANNOTATOR_TOKEN_KEYS opens")
     assert github.served == [] and Issue.objects.count() == 0
+
+
+# --- in a real worker -------------------------------------------------------------------------
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_syncs_with_the_starters_token(celery_worker_process, settings):
+    """The page starts the job; a separate `celery worker` process decrypts the starter's token
+    with its own copy of the key (ANNOTATOR_TOKEN_KEYS) and GitHub sees it."""
+    server = FakeGitHub(token=USER_TOKEN).start()
+    try:
+        server.populate(issues=12, comments=5)
+        settings.TOKEN_KEYS = [WORKER_TOKEN_KEY]
+        starter = UserFactory()
+        store_github_token(user=starter, token=USER_TOKEN, source=GitHubToken.Source.PASTED)
+        with transaction.atomic():
+            job = start_sync_job(repository=server.full_name, api_url=server.url, user=starter)
+        deadline = time.monotonic() + 60
+        while not job.is_finished and time.monotonic() < deadline:
+            time.sleep(0.1)
+            job.refresh_from_db()
+        assert job.status == SyncJob.Status.SUCCEEDED, job.error
+        assert job.issues_created == 12 and Issue.objects.count() == 12
+    finally:
+        server.stop()
