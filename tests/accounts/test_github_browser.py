@@ -13,7 +13,10 @@ from cryptography.fernet import Fernet
 from playwright.sync_api import expect
 
 from annotator.accounts.services import github_token_for
+from annotator.studies.models import Membership
+from annotator.studies.services import create_invitation
 from tests.accounts.fake_github_oauth import FakeGitHubOAuth, GitHubUser
+from tests.studies.factories import make_world
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -65,3 +68,21 @@ def test_sign_in_with_github_from_the_login_page(page, live_server, oauth, djang
     assert token not in page.content()
     page.screenshot(path="/tmp/signin-account.png", full_page=True)
     assert violations == []
+
+
+def test_join_a_study_by_its_link_with_github(page, live_server, oauth):
+    world = make_world(items=1, annotators=0)
+    link = create_invitation(study=world.study, role="annotator").get_absolute_url()
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(f"{live_server.url}{link}")
+    button = page.get_by_role("button", name="Sign in with GitHub to join")
+    expect(button).to_be_visible()
+    page.screenshot(path="/tmp/signin-join.png", full_page=True)
+
+    button.click()
+
+    expect(page.get_by_text("Join it as octocat?")).to_be_visible()
+    assert page.url == f"{live_server.url}{link}"
+    page.get_by_role("button", name="Join").click()
+    expect(page.get_by_text("You are a member of")).to_be_visible()
+    assert Membership.objects.filter(study=world.study, user__username="octocat").exists()
