@@ -272,8 +272,9 @@ class GitHubAccountAdapter(DefaultSocialAccountAdapter):
         if login and user.username.lower() != login.lower():
             messages.info(
                 request,
-                f"Your account here is named {user.username}: the name {login} was taken. If "
-                "you already had an account, log in to it and connect GitHub there instead.",
+                f"Your account here is named {user.username}: the name {login} is not "
+                "available here. If you already had an account, log in to it and connect "
+                "GitHub there instead.",
             )
         return user
 

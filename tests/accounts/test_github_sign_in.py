@@ -229,7 +229,7 @@ def test_a_taken_name_gets_a_number_and_the_local_account_is_untouched(client, o
     new = User.objects.get(socialaccount__provider="github")
     assert new.username == "octocat-3" and new.pk != local.pk
     html = client.get(reverse("accounts:tokens")).content.decode()
-    assert "named octocat-3: the name octocat was taken" in html
+    assert "named octocat-3: the name octocat is not available here" in html
     assert signed_in_as(client) == "octocat-3"
     local.refresh_from_db()
     assert local.check_password(PASSWORD) and not SocialAccount.objects.filter(user=local).exists()
