@@ -74,6 +74,12 @@ INSTALLED_APPS = [
     "annotator.screening",
     "annotator.machine",
     "taxonomy_app",
+    # Sign in with GitHub (annotator/accounts/github.py): installed always, so the tables exist
+    # whatever the configuration; the routes answer 404 until GITHUB_OAUTH_CLIENT_ID is set.
+    "allauth",
+    "allauth.account",
+    "allauth.socialaccount",
+    "allauth.socialaccount.providers.github",
 ]
 
 MIDDLEWARE = [
@@ -91,6 +97,7 @@ MIDDLEWARE = [
     "annotator.middleware.DatabaseUnavailableMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "allauth.account.middleware.AccountMiddleware",  # required by allauth's GitHub views
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -266,6 +273,13 @@ X_FRAME_OPTIONS = "DENY"
 CSP_IMAGE_HOSTS = env_list(
     "ANNOTATOR_CSP_IMAGE_HOSTS", "https://github.com,https://*.githubusercontent.com"
 )
+# Sign in with GitHub posts a form whose answer redirects to GitHub's authorize page, which
+# form-action must allow (browsers check a form's redirects too).
+_GITHUB_SIGN_IN = (
+    [env_str("GITHUB_OAUTH_URL", "https://github.com").rstrip("/")]
+    if env_str("GITHUB_OAUTH_CLIENT_ID")
+    else []
+)
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": [SELF],
@@ -274,7 +288,7 @@ CONTENT_SECURITY_POLICY = {
         "img-src": [SELF, "data:", *CSP_IMAGE_HOSTS],
         "object-src": [NONE],
         "base-uri": [SELF],
-        "form-action": [SELF],
+        "form-action": [SELF, *_GITHUB_SIGN_IN],
         "frame-ancestors": [NONE],
     }
 }
@@ -329,7 +343,46 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
 CELERY_IMPORTS = ["annotator.dispatch"]
 
 # GitHub sync (annotator/issues/sync.py). Without a token GitHub allows 60 requests an hour.
+# A sync started by someone who stored their own GitHub token uses theirs instead (below).
 GITHUB_TOKEN = env_str("GITHUB_TOKEN")
+
+# Sign in with GitHub (annotator/accounts/github.py, django-allauth), absent unless the operator
+# registers an OAuth app and sets its id and secret; GITHUB_OAUTH_URL serves GitHub Enterprise
+# (and test servers). GITHUB_OAUTH_REPO_SCOPE: "" (the token reads public repositories),
+# "public_repo" or "repo" (private ones too) is what the sign-in asks for the syncing token.
+GITHUB_OAUTH_CLIENT_ID = env_str("GITHUB_OAUTH_CLIENT_ID")
+GITHUB_OAUTH_REPO_SCOPE = env_str("GITHUB_OAUTH_REPO_SCOPE")
+if GITHUB_OAUTH_REPO_SCOPE not in {"", "public_repo", "repo"}:
+    raise ImproperlyConfigured("GITHUB_OAUTH_REPO_SCOPE must be empty, public_repo or repo")
+SOCIALACCOUNT_PROVIDERS: dict[str, dict[str, object]] = {
+    "github": {
+        "APPS": [
+            {
+                "client_id": GITHUB_OAUTH_CLIENT_ID,
+                "secret": env_str("GITHUB_OAUTH_CLIENT_SECRET"),
+            }
+        ]
+        if GITHUB_OAUTH_CLIENT_ID
+        else [],
+        "GITHUB_URL": env_str("GITHUB_OAUTH_URL", "https://github.com"),
+        "SCOPE": ["read:user", "user:email", *filter(None, [GITHUB_OAUTH_REPO_SCOPE])],
+    }
+}
+SOCIALACCOUNT_ADAPTER = "annotator.accounts.github.GitHubAccountAdapter"
+ACCOUNT_ADAPTER = "annotator.accounts.github.AccountAdapter"
+# allauth would keep the access token in clear (SocialToken); annotator.accounts keeps it
+# encrypted with ANNOTATOR_TOKEN_KEYS instead, and no mail or e-mail verification is involved.
+SOCIALACCOUNT_STORE_TOKENS = False
+SOCIALACCOUNT_EMAIL_VERIFICATION = "none"
+SOCIALACCOUNT_LOGIN_ON_GET = False
+# Ask GET /user/emails: a private address must still be seen, to refuse one a local account has.
+SOCIALACCOUNT_QUERY_EMAIL = True
+ACCOUNT_EMAIL_VERIFICATION = "none"
+# Per-user GitHub tokens are encrypted at rest with these Fernet keys (comma-separated, newest
+# first; `manage.py rotate_token_keys` re-encrypts every row with the first). Without a key no
+# token is stored and every sync uses GITHUB_TOKEN. Make one with:
+# python -c "from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())"
+TOKEN_KEYS = env_list("ANNOTATOR_TOKEN_KEYS")
 
 # The machine rater (annotator/machine): an OpenAI-compatible chat-completions server. Without
 # LLM_BASE_URL (and no base URL on a rater) the feature is absent; everything else works.

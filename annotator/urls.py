@@ -6,7 +6,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from annotator.accounts.urls import password_urlpatterns
+from annotator.accounts.urls import github_urlpatterns, password_urlpatterns
 
 # Swagger UI's files come from drf-spectacular-sidecar (our static files) and its start-up script
 # from the split view as a file, so the page needs no CDN and no inline script; React styles it
@@ -32,6 +32,7 @@ urlpatterns = [
     path("screening/", include("annotator.screening.urls")),
     path("account/", include("annotator.accounts.urls")),
     path("account/", include(password_urlpatterns)),  # Django's names, no namespace
+    path("account/", include(github_urlpatterns)),  # Sign in with GitHub, allauth's names
     path("api/", include("annotator.issues.api_urls")),
     path("api/", include("taxonomy_app.api_urls")),
     path("api/", include("annotator.studies.api_urls")),

@@ -118,6 +118,11 @@ CELERY_WORKER = [
 ]
 
 
+# The key the worker decrypts people's GitHub tokens with (a fixed test key, nobody's secret):
+# a test that stores a token for a job the worker runs sets settings.TOKEN_KEYS to it.
+WORKER_TOKEN_KEY = "dGVzdC1vbmx5LXdvcmtlci10b2tlbi1rZXktMzJieXQ="
+
+
 @pytest.fixture(scope="session")
 def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subprocess.Popen[str]]:
     """A real `celery worker` process on Redis, connected to the test database.
@@ -133,6 +138,7 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subpro
 
     app.control.purge()
     env = {**os.environ, "DATABASE_URL": _database_url(test_db), "DATABASE_CONN_MAX_AGE": "0"}
+    env["ANNOTATOR_TOKEN_KEYS"] = WORKER_TOKEN_KEY  # tests storing GitHub tokens use it too
     worker = subprocess.Popen(
         CELERY_WORKER,
         cwd=ROOT,

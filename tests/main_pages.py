@@ -152,6 +152,7 @@ def main_pages() -> MainPages:
         Page("guideline", OWNER, reverse("taxonomy:guideline", args=[published.pk])),
         Page("discussion", OWNER, reverse("adjudication:discussion", args=[disputed.pk])),
         Page("tokens", OWNER, reverse("accounts:tokens")),
+        Page("github token", OWNER, reverse("accounts:github")),
         Page("password change", OWNER, reverse("password_change")),
         Page("annotate", ANNOTATOR, reverse("studies:annotate_next", args=[s])),
         Page("my items", ANNOTATOR, reverse("studies:mine", args=[s])),

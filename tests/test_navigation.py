@@ -33,6 +33,9 @@ def by_path(path: str) -> str:
     """The section as base.html told it before: by the page's path, the list's and the upload
     form's exactly, the others' by prefix."""
     exact = {"/issues/": "issues", "/issues/import/": "import"}
+    # The GitHub token page sits beside the API tokens (linked from there); the GitHub login's
+    # own routes beside it belong to no section.
+    exact |= {"/account/github/": "tokens", "/account/github/forget/": "tokens"}
     prefixes = {"/studies/": "studies", "/codebooks/": "codebooks", "/account/tokens/": "tokens"}
     return exact.get(path) or next((s for p, s in prefixes.items() if path.startswith(p)), "")
 

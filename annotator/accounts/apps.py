@@ -8,4 +8,4 @@ class AccountsConfig(AppConfig):
 
     def ready(self) -> None:
         # drf-spectacular finds authentication extensions by import: register ours.
-        from . import schema  # noqa: F401
+        from . import checks, schema  # noqa: F401

@@ -39,3 +39,16 @@ class SignupForm(UserCreationForm):
         if username and RATER_NAME.match(username):
             raise forms.ValidationError(RESERVED_MESSAGE)
         return username
+
+
+class GitHubTokenForm(forms.Form):
+    """A GitHub token pasted on the account page; never rendered back (render_value=False)."""
+
+    token = forms.CharField(
+        label="GitHub token",
+        max_length=255,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        help_text="A personal access token (classic or fine-grained) that can read the "
+        "repositories you sync; for private ones, give it the repo scope.",
+    )

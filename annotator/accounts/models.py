@@ -72,3 +72,35 @@ class ApiToken(models.Model):
     def needs_touch(self, now: datetime) -> bool:
         """Whether a request at `now` should record itself in last_used_at."""
         return self.last_used_at is None or now - self.last_used_at >= LAST_USED_PRECISION
+
+
+class GitHubToken(models.Model):
+    """A person's GitHub token, which the syncs they start use instead of the server's
+    GITHUB_TOKEN: granted when they signed in with GitHub, or pasted on their account page.
+    Only its Fernet ciphertext is stored (crypto.py, keys ANNOTATOR_TOKEN_KEYS); no page, API,
+    log or backup ever shows the token."""
+
+    class Source(models.TextChoices):
+        SIGN_IN = "sign-in", "granted at sign-in with GitHub"
+        PASTED = "pasted", "pasted on the account page"
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="github_token"
+    )
+    ciphertext = models.TextField(help_text="Fernet token of the GitHub token; never the token")
+    source = models.CharField(max_length=10, choices=Source.choices)
+    scopes = models.CharField(max_length=200, blank=True, help_text="as GitHub granted them")
+    github_login = models.CharField(max_length=100, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "GitHub token"
+        constraints = [
+            # A Fernet token is url-safe base64 beginning with version byte 0x80 ("gAAAAA").
+            models.CheckConstraint(
+                condition=Q(ciphertext__startswith="gAAAAA"), name="github_token_is_encrypted"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"GitHub token of user #{self.user_id} ({self.source})"

@@ -10,11 +10,14 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from .errors import TokenError
-from .models import LAST_USED_PRECISION, ApiToken
+from . import crypto
+from .errors import GitHubTokenError, TokenError
+from .models import LAST_USED_PRECISION, ApiToken, GitHubToken
 from .tokens import hash_secret, new_secret
 
 MAX_DAYS = 3650
@@ -70,3 +73,85 @@ def touch_api_token(*, token: ApiToken, now: datetime) -> None:
     stale = Q(last_used_at__isnull=True) | Q(last_used_at__lte=now - LAST_USED_PRECISION)
     ApiToken.objects.filter(stale, pk=token.pk).update(last_used_at=now)
     token.last_used_at = now
+
+
+# --- GitHub tokens (models.GitHubToken) ------------------------------------------------------
+GITHUB_TOKEN_LENGTH = 255  # GitHub's own tokens are 40 to 93 characters
+
+
+def github_tokens_enabled() -> bool:
+    """Whether a key is configured, so tokens can be stored (and read back)."""
+    return bool(settings.TOKEN_KEYS)
+
+
+def store_github_token(
+    *, user: Any, token: str, source: str, scopes: str = "", github_login: str = ""
+) -> GitHubToken:
+    """Keep `token` encrypted as `user`'s GitHub token, replacing any earlier one. The token
+    must look like one GitHub issues (printable ASCII, no spaces); it is not shown back."""
+    token = (token or "").strip()
+    if not token:
+        raise GitHubTokenError("field 'token': paste a GitHub token")
+    if len(token) > GITHUB_TOKEN_LENGTH or not all(33 <= ord(c) < 127 for c in token):
+        raise GitHubTokenError(
+            "field 'token': not a GitHub token (letters, digits and _ only, as ghp_…, "
+            f"gho_… or github_pat_…, at most {GITHUB_TOKEN_LENGTH} characters)"
+        )
+    try:
+        ciphertext = crypto.encrypt(token, settings.TOKEN_KEYS)
+    except crypto.TokenKeyError as error:
+        raise GitHubTokenError(f"field 'token': {error}") from None
+    row, _ = GitHubToken.objects.update_or_create(
+        user=user,
+        defaults={
+            "ciphertext": ciphertext,
+            "source": source,
+            "scopes": scopes[:200],
+            "github_login": github_login[:100],
+            "updated_at": timezone.now(),
+        },
+    )
+    return row
+
+
+def forget_github_token(*, user: Any) -> bool:
+    """Delete `user`'s stored GitHub token; whether there was one."""
+    deleted, _ = GitHubToken.objects.filter(user=user).delete()
+    return bool(deleted)
+
+
+def has_github_token(user: Any) -> bool:
+    """Whether syncs `user` starts will send their own token (without decrypting it)."""
+    return github_tokens_enabled() and GitHubToken.objects.filter(user=user).exists()
+
+
+def github_token_for(user: Any) -> str | None:
+    """The GitHub token `user` stored, decrypted, or None (no user, no token, or no key:
+    syncs then use the server's GITHUB_TOKEN). A token no key opens raises TokenKeyError."""
+    if user is None or not getattr(user, "pk", None) or not settings.TOKEN_KEYS:
+        return None
+    stored = GitHubToken.objects.filter(user=user).values_list("ciphertext", flat=True).first()
+    if stored is None:
+        return None
+    return crypto.decrypt(stored, settings.TOKEN_KEYS)
+
+
+def rotate_github_token_keys(*, batch: int = 500) -> int:
+    """Encrypt every stored GitHub token again with the first of ANNOTATOR_TOKEN_KEYS, in one
+    transaction (a token no key opens stops it, naming the row, and nothing changes).
+    Returns how many rows were re-encrypted."""
+    keys = settings.TOKEN_KEYS
+    crypto.cipher(keys)  # no key, or a malformed one: refuse before reading rows
+    done = 0
+    with transaction.atomic():
+        rows = GitHubToken.objects.select_for_update().order_by("pk")
+        rows = rows.only("pk", "user_id", "ciphertext")
+        for row in rows.iterator(chunk_size=batch):
+            try:
+                row.ciphertext = crypto.rotate(row.ciphertext, keys)
+            except crypto.TokenKeyError as error:
+                where = f"GitHub token #{row.pk} (user #{row.user_id})"
+                raise crypto.TokenKeyError(f"{where}: {error}") from None
+            row.save(update_fields=["ciphertext"])
+            done += 1
+    return done

@@ -116,8 +116,10 @@ class GitHubClient:
         backoff: float = 1.0,
         max_wait: float = 3600.0,
         timeout: float = 30.0,
+        token_name: str = "GITHUB_TOKEN",
     ) -> None:
         self.api_url = api_url.rstrip("/")
+        self._token_name = token_name  # how messages name the token: the server's or a user's
         self._token, self._sleep, self._on_wait, self._clock = token, sleep, on_wait, clock
         self._max_retries, self._backoff, self._max_wait = max_retries, backoff, max_wait
         self._timeout = timeout
@@ -211,12 +213,12 @@ class GitHubClient:
         if answer.status == 401:
             raise AuthenticationError(
                 f"GitHub rejected the credentials (401 {_message(answer)}): "
-                "check GITHUB_TOKEN, or unset it to sync a public repository anonymously"
+                f"check {self._token_name}, or unset it to sync a public repository anonymously"
             )
         if answer.status == 404:
             raise NotFoundError(
                 f"not found on GitHub (404): {answer.url} — check OWNER/NAME; a private "
-                "repository needs a GITHUB_TOKEN that can read it"
+                f"repository needs a token that can read it ({self._token_name})"
             )
         if answer.status >= 400:
             raise GitHubError(

@@ -30,6 +30,8 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from annotator.accounts.crypto import TokenKeyError
+from annotator.accounts.services import github_token_for
 from annotator.jobs import claim_job, finish_job, job_heartbeat, report_progress
 
 from .formats import CommentRecord, ImportFormatError, IssueRecord, record_from_rest
@@ -397,10 +399,15 @@ def run_sync_job(*, job_id: int) -> None:
     A worker killed mid-run leaves whole pages and the cursor after the last of them (each
     commits with SyncState); the sweep fails the job and the next run resumes there.
     """
-    job = SyncJob.objects.get(pk=job_id)
+    job = SyncJob.objects.select_related("created_by").get(pk=job_id)
     if not claim_job(SyncJob, job.pk):
         return  # finished, or another worker holds it (a redelivered task)
     report: SyncReport | None = None
+    try:
+        token = token_for(job.created_by)
+    except TokenKeyError as error:
+        _finish_job(job.pk, None, status=SyncJob.Status.FAILED, error=f"your GitHub token: {error}")
+        return
 
     def on_progress(current: SyncReport) -> None:
         nonlocal report
@@ -413,6 +420,8 @@ def run_sync_job(*, job_id: int) -> None:
                 full_name=job.repository_name,
                 since=job.since,
                 api_url=job.api_url,
+                token=token,
+                token_name=USER_TOKEN_NAME if token else "GITHUB_TOKEN",
                 periodic=True if job.periodic else None,
                 on_progress=on_progress,
             )
@@ -425,6 +434,16 @@ def run_sync_job(*, job_id: int) -> None:
             raise
         else:
             _finish_job(job.pk, report, status=SyncJob.Status.SUCCEEDED)
+
+
+USER_TOKEN_NAME = "your GitHub token, on your account page"
+
+
+def token_for(user: Any) -> str | None:
+    """The GitHub token a sync started by `user` sends: theirs, stored encrypted on their
+    account page (annotator/accounts), or None for the server's GITHUB_TOKEN. Periodic
+    re-syncs have no user and use the server's."""
+    return github_token_for(user)
 
 
 def resync_periodic_repositories() -> list[SyncJob]:

@@ -96,6 +96,8 @@ def _query_string(request: HttpRequest, drop: str) -> str:
 
 
 # --- GitHub sync ----------------------------------------------------------------------------
+from annotator.accounts.services import has_github_token  # noqa: E402
+
 from .forms import SyncForm  # noqa: E402
 from .models import SyncJob, SyncState  # noqa: E402
 from .sync import start_sync_job  # noqa: E402
@@ -118,6 +120,7 @@ def sync_start(request: HttpRequest) -> HttpResponse:
         "form": form,
         "jobs": SyncJob.objects.select_related("created_by")[:10],
         "states": SyncState.objects.select_related("repository"),
+        "own_token": has_github_token(request.user),
     }
     return render(request, "issues/sync.html", context, status=400 if form.errors else 200)
 

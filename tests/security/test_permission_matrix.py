@@ -369,6 +369,20 @@ ROUTES |= {
     "password_reset_confirm": page(PUBLIC, ALL, uidb64="MQ", token="no-such-reset-token"),
     "password_reset_complete": page(PUBLIC, GET),
 }
+# Sign in with GitHub: the OAuth flow runs signed out (public), and every route of it is 404
+# for everyone while the operator has not configured it, as in this scene
+# (tests/accounts/test_github_sign_in.py drives them configured). The GitHub token page and its
+# confirmation: every signed-in user, for their own token only.
+GITHUB_NOT_CONFIGURED = Route(PUBLIC, ALL, ok=for_all(frozenset({404})))
+ROUTES |= {
+    "github_login": GITHUB_NOT_CONFIGURED,
+    "github_callback": GITHUB_NOT_CONFIGURED,
+    "socialaccount_login_cancelled": GITHUB_NOT_CONFIGURED,
+    "socialaccount_login_error": GITHUB_NOT_CONFIGURED,
+    "socialaccount_signup": GITHUB_NOT_CONFIGURED,
+    "accounts:github": page(ANY_USER, GET_POST),
+    "accounts:github_forget": page(ANY_USER, GET_POST),
+}
 
 CASES = cases(ROUTES, VARIANTS)
 

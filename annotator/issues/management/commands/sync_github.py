@@ -2,11 +2,19 @@ from argparse import ArgumentTypeError
 from datetime import UTC, datetime
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from annotator.accounts.crypto import TokenKeyError
 from annotator.issues.formats import ImportFormatError
 from annotator.issues.github import GitHubError
-from annotator.issues.sync import SyncError, SyncReport, sync_repository
+from annotator.issues.sync import (
+    USER_TOKEN_NAME,
+    SyncError,
+    SyncReport,
+    sync_repository,
+    token_for,
+)
 
 
 def _iso_datetime(text: str) -> datetime:
@@ -23,7 +31,9 @@ class Command(BaseCommand):
     help = (
         "Pull the issues, pull requests and comments of a GitHub repository into the database, "
         "incrementally (only what changed since the last run) and resuming an unfinished run. "
-        "Token from GITHUB_TOKEN. Prints 'issues: created N, ...; comments: created N, ...'."
+        "Token from GITHUB_TOKEN, or with --user USERNAME that user's own GitHub token (stored "
+        "encrypted on their account page) when they have one. "
+        "Prints 'issues: created N, ...; comments: created N, ...'."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -37,6 +47,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--api-url", default="", help="API root, e.g. https://HOST/api/v3 or a test server"
         )
+        parser.add_argument(
+            "--user",
+            default="",
+            help="USERNAME whose stored GitHub token to use (GITHUB_TOKEN if they have none)",
+        )
 
     def handle(
         self, *args: Any, repository: str, since: datetime | None, api_url: str, **options: Any
@@ -49,12 +64,33 @@ class Command(BaseCommand):
                 self.stderr.write(f"{report.repository}: {report.message}")
                 last_message = report.message
 
+        token = self._token(options["user"])
         try:
             report = sync_repository(
-                full_name=repository, since=since, api_url=api_url, on_progress=show
+                full_name=repository,
+                since=since,
+                api_url=api_url,
+                on_progress=show,
+                token=token,
+                token_name=USER_TOKEN_NAME if token else "GITHUB_TOKEN",
             )
         except (GitHubError, SyncError, ImportFormatError) as error:
             raise CommandError(f"{repository}: {error}") from error
         for reason in report.issues.skipped_reasons + report.comments.skipped_reasons:
             self.stderr.write(f"skipped {reason}")
         self.stdout.write(str(report))
+
+    def _token(self, username: str) -> str | None:
+        """`username`'s GitHub token, or None (GITHUB_TOKEN); an unknown user stops here."""
+        if not username:
+            return None
+        user = get_user_model().objects.filter(username=username).first()
+        if user is None:
+            raise CommandError(f"--user {username!r}: no such user; nothing synced")
+        try:
+            token = token_for(user)
+        except TokenKeyError as error:
+            raise CommandError(f"--user {username!r}: {error}; nothing synced") from None
+        if token is None:
+            self.stderr.write(f"{username} has no GitHub token stored: using GITHUB_TOKEN")
+        return token
