@@ -58,9 +58,9 @@ PRIOR_FORMATS = [
     ("labelstudio", "Label Studio JSON export (.json)"),
     ("doccano", "doccano JSONL export, text classification (.jsonl)"),
 ]
-# Label Studio and doccano files pass the checks of the "issues" upload kind (size, UTF-8
-# without NULs, a JSON head that fits the extension: annotator/uploads.py) after the extension
-# check here, which names the format.
+# Label Studio and doccano files pass the checks of the "labels" upload kind (its own size
+# limit, LABEL_FILE_MAX_BYTES; UTF-8 without NULs, a JSON head that fits the extension:
+# annotator/uploads.py) after the extension check here, which names the format.
 LABEL_FILE_EXTENSIONS = {
     "labelstudio": (".json",),
     "doccano": (".jsonl", ".ndjson", ".json"),
@@ -69,7 +69,7 @@ LABEL_FILE_EXTENSIONS = {
 
 def upload_kind(format: str) -> str:
     """The upload kind (annotator/upload_handling.py) a prior-label file of `format` is."""
-    return "workbook" if format == "xlsx" else "issues"
+    return "workbook" if format == "xlsx" else "labels"
 
 
 def accept_prior_file(upload: Any, format: str) -> None:
