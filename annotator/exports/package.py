@@ -33,7 +33,8 @@ from taxonomy_app.models import CodebookVersion
 
 from . import writers
 from .card_facts import build_card
-from .columns import LONG_TABLE_COLUMNS, Column, final_dataset_columns, iso
+from .columns import LONG_TABLE_COLUMNS, Column, final_dataset_columns
+from .columns import iso as _iso
 from .dataset import methods_facts
 from .huggingface import HfConfig, card_header, facet_class_names, folder_readme
 from .methods import methods_latex, methods_markdown
@@ -294,6 +295,10 @@ def write_replication_files(package: Package, root: Path) -> None:
     (root / "README.txt").write_text(readme_text(package, root), encoding="utf-8")
 
 
+def iso(value: Any) -> str | None:
+    return None if value is None else _iso(value)
+
+
 def _write_json(path: Path, value: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -427,7 +432,7 @@ def _selections(study: Study) -> list[dict[str, Any]]:
     return [
         {
             "round": s.round.number,
-            "method": s.method_text(),
+            "method": s.method_text,
             "filters": s.filters,
             "matched": s.matched,
             "sample_size": s.sample_size,
