@@ -293,7 +293,7 @@ def test_the_job_writes_the_package_with_progress(settings, tmp_path: Path) -> N
     run_export_job(job_id=job.pk)
     job.refresh_from_db()
     assert job.status == ExportJob.Status.SUCCEEDED, job.error
-    assert job.filename.endswith("-replication-pseudonymised-export-%d.zip" % job.pk)
+    assert job.filename.endswith(f"-replication-pseudonymised-export-{job.pk}.zip")
     assert job.rows_written == job.total_rows > 0 and job.percent == 100
     assert job.card.startswith("---\n") and "license: cc0-1.0" in job.card
     with job.file.open("rb") as stored:
