@@ -1,4 +1,5 @@
-"""`manage.py export_dataset STUDY --format csv|json|jsonl|parquet|xlsx --out PATH`."""
+"""`manage.py export_dataset STUDY --format csv|json|jsonl|parquet|xlsx|labelstudio|huggingface|
+replication --out PATH [--pseudonymise] [--license ID]`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from annotator.exports.huggingface import LICENSES
 from annotator.exports.models import ExportJob
 from annotator.exports.rows import ExportFilterError
 from annotator.exports.services import export_dataset
@@ -36,6 +38,17 @@ class Command(BaseCommand):
         parser.add_argument("--screening", help="only items whose screening decision is CODE")
         parser.add_argument("--repository", help="only issues of OWNER/NAME")
         parser.add_argument("--no-card", action="store_true", help="do not write PATH.md")
+        parser.add_argument(
+            "--pseudonymise",
+            action="store_true",
+            help="huggingface and replication: people as the study's codes (A01, U0001)",
+        )
+        parser.add_argument(
+            "--license",
+            default="cc-by-4.0",
+            choices=[license for license, _ in LICENSES],
+            help="the labels' licence in the dataset card (huggingface, replication)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         study = _study(options["study"])
@@ -52,6 +65,8 @@ class Command(BaseCommand):
                     table=options["table"],
                     scope=ExportJob.Scope.DECIDED if options["decided_only"] else "all",
                     filters={k: v for k, v in filters.items() if v is not None},
+                    pseudonymise=options["pseudonymise"],
+                    license=options["license"],
                 )
         except (ExportFilterError, ValueError) as error:
             raise CommandError(str(error)) from None
