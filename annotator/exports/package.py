@@ -12,6 +12,7 @@ passes `pseudonyms.Pseudonymiser`; the mapping stays on the server.
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
@@ -82,6 +83,8 @@ class People:
 
     annotators: dict[str, str] = field(default_factory=dict)
     pseudonymiser: Pseudonymiser = field(default_factory=lambda: Pseudonymiser({}))
+    # who in an imported file (a sheet, a Label Studio user, a doccano user) became which rater
+    sources: dict[str, str] = field(default_factory=dict)
 
     def text(self, value: str) -> str:
         return self.pseudonymiser.text(value)
@@ -103,7 +106,20 @@ def assign_pseudonyms(*, study: Study, items: QuerySet[Item]) -> People:
     known = {(p.kind, p.key): p for p in Pseudonym.objects.filter(study=study)}
     _add_codes(study, known, Pseudonym.Kind.ANNOTATOR, [(str(u.pk), u.username) for u in users])
     _add_codes(study, known, Pseudonym.Kind.GITHUB, [(login, login) for login in sorted(logins)])
-    return _people(known, users)
+    return _people(known, users, _prior_sources(study))
+
+
+def _prior_sources(study: Study) -> dict[str, str]:
+    """Each imported file's people (a sheet's name, a Label Studio user id or e-mail, a
+    doccano user) → the user name of the rater they became, from `Round.prior_import`."""
+    from .prior import rater_username
+
+    out: dict[str, str] = {}
+    for record in study.rounds.exclude(prior_import={}).values_list("prior_import", flat=True):
+        for source, name in (record.get("sheets") or {}).items():
+            if name:
+                out[str(source)] = out[str(name)] = rater_username(study, str(name))
+    return out
 
 
 def _accounts(study: Study, items: QuerySet[Item]) -> list[Any]:
@@ -145,7 +161,9 @@ def _add_codes(
     Pseudonym.objects.bulk_create(new)
 
 
-def _people(known: dict[tuple[str, str], Pseudonym], users: list[Any]) -> People:
+def _people(
+    known: dict[tuple[str, str], Pseudonym], users: list[Any], sources: dict[str, str]
+) -> People:
     codes: dict[str, str] = {}
     annotators: dict[str, str] = {}
     for user in users:
@@ -153,10 +171,15 @@ def _people(known: dict[tuple[str, str], Pseudonym], users: list[Any]) -> People
         annotators[user.username] = code
         for name in _names_of(user):
             codes[name] = code
+    imported = {source: annotators.get(name, UNKNOWN_ANNOTATOR) for source, name in sources.items()}
+    for source, code in imported.items():
+        # A number (a Label Studio user id) is no name, and as a word it would hit every "8 GPUs".
+        if len(source) >= 3 and not source.isdigit():
+            codes.setdefault(source, code)
     for (kind, key), pseudonym in known.items():
         if kind == Pseudonym.Kind.GITHUB:  # a login wins over an account's other names
             codes[key] = pseudonym.code
-    return People(annotators, Pseudonymiser(codes))
+    return People(annotators, Pseudonymiser(codes), imported)
 
 
 def _names_of(user: Any) -> list[str]:
@@ -290,7 +313,7 @@ def write_replication_files(package: Package, root: Path) -> None:
     (root / "methods.md").write_text(package.text(methods_markdown(facts)), encoding="utf-8")
     (root / "methods.tex").write_text(package.text(methods_latex(facts)), encoding="utf-8")
     _write_json(root / "selections.json", package.value(_selections(package.study)))
-    _write_json(root / "rounds.json", package.value(_rounds(package.study)))
+    _write_json(root / "rounds.json", package.value(_rounds(package.study, package.people)))
     (root / "CITATION.cff").write_text(citation(package), encoding="utf-8")
     (root / "README.txt").write_text(readme_text(package, root), encoding="utf-8")
 
@@ -450,17 +473,43 @@ def _selections(study: Study) -> list[dict[str, Any]]:
     ]
 
 
-def _rounds(study: Study) -> list[dict[str, Any]]:
+def _rounds(study: Study, people: People | None) -> list[dict[str, Any]]:
     return [
         {
             "number": r.number,
             "kind": r.kind,
             "closed_at": iso(r.closed_at),
             "closed_reason": r.closed_reason,
-            "prior_import": r.prior_import or None,
+            "prior_import": _prior_record(r.prior_import, people) or None,
         }
         for r in study.rounds.order_by("number")
     ]
+
+
+def _prior_record(record: dict[str, Any], people: People | None) -> dict[str, Any]:
+    """A round's import record; pseudonymised, its `sheets` (who in the file became which
+    rater) as rater codes on both sides, and the skipped rows' `by <who>` too."""
+    if people is None or not record:
+        return record
+    out = dict(record)
+    sheets = record.get("sheets") or {}
+    out["sheets"] = {
+        people.sources.get(str(k), UNKNOWN_ANNOTATOR): people.sources.get(str(v), UNKNOWN_ANNOTATOR)
+        if v
+        else v
+        for k, v in sheets.items()
+    }
+    out["skipped"] = [
+        {**row, "reason": _by_code(str(row.get("reason", "")), people)}
+        | ({"sheet": people.sources.get(str(row["sheet"]), row["sheet"])} if "sheet" in row else {})
+        for row in record.get("skipped") or []
+    ]
+    return out
+
+
+def _by_code(reason: str, people: People) -> str:
+    """ "annotation 4 by 8 was cancelled" with the Label Studio user as their rater code."""
+    return re.sub(r"\bby (\S+)", lambda m: f"by {people.sources.get(m[1], m[1])}", reason)
 
 
 def citation(package: Package) -> str:
