@@ -256,7 +256,10 @@ def write_hf_folder(package: Package, folder: Path) -> str:
         HfConfig("default", "data/final.parquet", final_columns, names, finals),
         HfConfig("long", "data/long.parquet", LONG_TABLE_COLUMNS, {}, longs),
     ]
-    tables = {"final (config default)": final_columns, "long (config long)": LONG_TABLE_COLUMNS}
+    tables = {
+        "final (config default)": final_columns,
+        "long (config long)": list(LONG_TABLE_COLUMNS),
+    }
     card = build_card(
         study=package.study,
         items=package.items,
