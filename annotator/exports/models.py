@@ -27,11 +27,8 @@ class ExportJob(Job):
         PARQUET = "parquet", "Parquet"
         XLSX = "xlsx", "XLSX (a sheet per annotator plus Final)"
         LABELSTUDIO = "labelstudio", "Label Studio tasks (JSON; the final labels as predictions)"
-        HUGGINGFACE = "huggingface", "Hugging Face dataset folder (zip: Parquet and dataset card)"
-        REPLICATION = (
-            "replication",
-            ("Replication package (zip: codebook, data, agreement runs, methods, card, citation)"),
-        )
+        HUGGINGFACE = "huggingface", "Hugging Face dataset folder (zip)"
+        REPLICATION = "replication", "Replication package (zip)"
 
     class Table(models.TextChoices):
         FINAL = "final", "final dataset (one row per issue)"
@@ -125,7 +122,7 @@ class Pseudonym(models.Model):
     export file holds it."""
 
     class Kind(models.TextChoices):
-        ANNOTATOR = "annotator", "annotator"
+        ANNOTATOR = "annotator", "study member or annotator"
         GITHUB = "github", "GitHub user"
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="pseudonyms")
