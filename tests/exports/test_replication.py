@@ -21,7 +21,7 @@ from annotator.adjudication.models import Decision, DecisionLabel
 from annotator.agreement.models import AgreementRun
 from annotator.agreement.services import run_agreement_run, start_agreement_run
 from annotator.exports.dataset import methods_facts
-from annotator.exports.methods import methods_markdown
+from annotator.exports.methods import methods_latex, methods_markdown
 from annotator.exports.models import ExportJob, Pseudonym
 from annotator.exports.services import export_dataset, run_export_job, start_export_job
 from annotator.issues.models import Issue
@@ -246,7 +246,18 @@ def check_agreement(world: Any, files: dict[str, Any], mapping: dict[str, str]) 
 
 
 def check_records(world: Any, files: dict[str, Any]) -> None:
-    assert files["methods.md"].decode() == methods_markdown(methods_facts(world.study))
+    facts = methods_facts(world.study)
+    assert files["methods.md"].decode() == methods_markdown(facts)
+    assert files["methods.tex"].decode() == methods_latex(facts)
+    rounds = json.loads(files["rounds.json"])
+    assert [(r["number"], r["kind"]) for r in rounds] == list(
+        world.study.rounds.order_by("number").values_list("number", "kind")
+    )
+    long_csv = read_csv(files["data/long.csv"])
+    long_parquet = files["huggingface/data/long.parquet"].to_pylist()
+    assert [(int(r["item_id"]), r["annotator"], r["category"] or None) for r in long_csv] == [
+        (r["item_id"], r["annotator"] or "", r["category"]) for r in long_parquet
+    ]
     (selection,) = json.loads(files["selections.json"])
     stored = Selection.objects.get(study=world.study)
     assert (selection["method"], selection["seed"]) == (stored.method_text, stored.seed)
