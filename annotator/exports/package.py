@@ -367,17 +367,20 @@ def _issues(items: QuerySet[Item]) -> Iterator[dict[str, Any]]:
 
 
 def package_versions(study: Study) -> list[CodebookVersion]:
-    """The codebook versions the study used: its own, its annotations', its decisions' and its
-    agreement runs' (the set a backup archives)."""
-    from annotator.backup.tables import codebook_versions
-
-    ids = codebook_versions(study)
+    """The codebook versions the study used: its own, its submitted annotations' and its
+    agreement runs'."""
+    ids = {study.codebook_version_id}
+    submitted = Annotation.objects.filter(
+        assignment__item__study=study, status=Annotation.Status.SUBMITTED
+    )
+    ids |= set(submitted.values_list("codebook_version_id", flat=True).distinct())
+    runs = AgreementRun.objects.filter(study=study)
+    ids |= set(runs.values_list("codebook_version_id", flat=True).distinct())
     return list(CodebookVersion.objects.filter(pk__in=ids).select_related("codebook"))
 
 
 def _write_codebooks(package: Package, folder: Path) -> None:
     from taxonomy_app.services import export_version
-    from taxonomy_app.views import facet_trees
 
     folder.mkdir(parents=True)
     for version in sorted(package_versions(package.study), key=lambda v: v.number):
@@ -385,12 +388,40 @@ def _write_codebooks(package: Package, folder: Path) -> None:
         for fmt in ("json", "yaml", "qdc"):
             text = export_version(version=version, fmt=fmt)
             (folder / f"{stem}.{fmt}").write_text(package.text(text), encoding="utf-8")
-        trees = facet_trees(version)
-        for tree in trees:
-            tree["rows"] = [row for row in tree["rows"] if not row.category.archived]
-        context = {"version": version, "codebook": version.codebook, "trees": trees}
+        context = {"version": version, "codebook": version.codebook, "trees": guideline(version)}
         html = render_to_string("exports/package_guideline.html", context)
         (folder / f"{stem}-guideline.html").write_text(package.text(html), encoding="utf-8")
+
+
+def guideline(version: CodebookVersion) -> list[dict[str, Any]]:
+    """Each facet with its active categories in tree order (a parent before its children,
+    siblings by order; `depth` from 0) and its label rules in words, as the printable guideline
+    page (taxonomy_app/views.py version_guideline) shows them."""
+    from taxonomy_app.services.rules import facet_infos, rule_texts, version_rules
+
+    facets = list(version.facets.prefetch_related("categories").order_by("order", "pk"))
+    categories = [c for f in facets for c in f.categories.all()]
+    texts = rule_texts(version_rules(version), facet_infos(facets, categories))
+    trees = []
+    for facet in facets:
+        rows = [row for row in _tree_rows(list(facet.categories.all())) if not row[0].archived]
+        found = [{"category": category, "depth": depth} for category, depth in rows]
+        trees.append({"facet": facet, "rows": found, "rules": texts[facet.key]})
+    return trees
+
+
+def _tree_rows(categories: list[Any]) -> list[tuple[Any, int]]:
+    """(category, depth) in tree order: each parent before its children, siblings by order."""
+    children: dict[int | None, list[Any]] = {}
+    for category in sorted(categories, key=lambda c: (c.order, c.pk)):
+        children.setdefault(category.parent_id, []).append(category)
+    rows: list[tuple[Any, int]] = []
+    stack = [(c, 0) for c in reversed(children.get(None, []))]
+    while stack:
+        category, depth = stack.pop()
+        rows.append((category, depth))
+        stack += [(c, depth + 1) for c in reversed(children.get(category.pk, []))]
+    return rows
 
 
 def _write_agreement(package: Package, folder: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from django.contrib.auth import get_user_model
+from django.urls import reverse
 from lxml import etree
 
 from annotator.adjudication.models import Decision, DecisionLabel
@@ -324,3 +326,15 @@ def test_bad_options_are_refused_naming_the_field(options: dict[str, Any], messa
     with pytest.raises(ValueError, match=message):
         start_export_job(study=world.study, **options)
     assert not ExportJob.objects.exists() and not Pseudonym.objects.exists()
+
+
+def test_the_guideline_in_the_package_lists_what_the_guideline_page_lists(client) -> None:  # type: ignore[no-untyped-def]
+    world = exported_world()
+    files = package(world)
+    stem = f"codebook/{world.version.codebook.slug}-v{world.version.number}"
+    packaged = files[f"{stem}-guideline.html"].decode()
+    client.force_login(world.owner)
+    page = client.get(reverse("taxonomy:guideline", args=[world.version.pk])).content.decode()
+    anchors = re.compile(r'<section class="entry depth-(\d)" id="([^"]+)"')
+    assert anchors.findall(packaged) == anchors.findall(page) != []
+    assert "<html" in packaged and "/static/" not in packaged  # standalone: no site assets
