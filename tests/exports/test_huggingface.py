@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 import yaml
+from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from annotator.adjudication.models import DecisionLabel
 from annotator.exports.columns import FacetSpec
@@ -160,3 +162,49 @@ def test_class_names_follow_the_levels_of_a_hierarchy() -> None:
         "fix_pattern": ["config", "version"],
         "stage": ["init"],
     }
+
+
+def test_the_command_writes_the_folder_load_dataset_reads(tmp_path: Path) -> None:
+    world = exported_world()
+    folder = tmp_path / "dataset"
+    printed = io.StringIO()
+    call_command(
+        "export_dataset",
+        str(world.study.pk),
+        "--format",
+        "huggingface",
+        "--unpack",
+        "--out",
+        str(folder),
+        stdout=printed,
+    )
+    assert f"to the folder {folder}" in printed.getvalue()
+    assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()) == [
+        "README.md",
+        "data/final.parquet",
+        "data/long.parquet",
+    ]
+    assert len(load(folder, tmp_path)["rows"]) == Item.objects.filter(study=world.study).count()
+    # no zip or partial file left beside it
+    assert {p.name for p in tmp_path.iterdir()} <= {"dataset", "hf-home", "hf-cache"}
+    with pytest.raises(CommandError, match="exists and is not an empty folder"):
+        call_command(
+            "export_dataset",
+            str(world.study.pk),
+            "--format",
+            "huggingface",
+            "--unpack",
+            "--out",
+            str(folder),
+        )
+    with pytest.raises(CommandError, match="'csv' is one file"):
+        call_command(
+            "export_dataset",
+            str(world.study.pk),
+            "--format",
+            "csv",
+            "--unpack",
+            "--out",
+            str(tmp_path / "other"),
+        )
+    assert not (tmp_path / "other").exists()

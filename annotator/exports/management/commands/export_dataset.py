@@ -4,13 +4,16 @@ replication --out PATH [--pseudonymise] [--license ID]`."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotator.exports.huggingface import LICENSES
-from annotator.exports.models import ExportJob
+from annotator.exports.models import PACKAGES, ExportJob
 from annotator.exports.rows import ExportFilterError
 from annotator.exports.services import export_dataset
 from annotator.studies.models import Study
@@ -49,11 +52,19 @@ class Command(BaseCommand):
             choices=[license for license, _ in LICENSES],
             help="the labels' licence in the dataset card (huggingface, replication)",
         )
+        parser.add_argument(
+            "--unpack",
+            action="store_true",
+            help="huggingface and replication: write the folder at PATH (new or empty) instead "
+            "of a zip; load_dataset(PATH) reads a Hugging Face folder",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         study = _study(options["study"])
         filters = {k: options[k] for k in ("round", "source", "screening", "repository")}
         out = Path(options["out"])
+        if options["unpack"]:
+            _check_unpack(options["format"], out)
         partial = out.with_name(f".{out.name}.partial")
         result = None
         try:
@@ -73,6 +84,10 @@ class Command(BaseCommand):
         finally:
             if result is None and partial.exists():
                 partial.unlink()
+        if options["unpack"]:
+            _unpack(partial, out)
+            self.stdout.write(f"wrote {result.rows} rows to the folder {out}")
+            return
         os.replace(partial, out)
         if not options["no_card"]:
             out.with_name(out.name + ".md").write_text(result.card)
@@ -85,3 +100,23 @@ def _study(value: str) -> Study:
     if study is None:
         raise CommandError(f"no study {value!r} (give its id or exact name)")
     return study
+
+
+def _check_unpack(format: str, out: Path) -> None:
+    if format not in PACKAGES:
+        raise CommandError(
+            f"--unpack: {format!r} is one file; only {' and '.join(PACKAGES)} are folders"
+        )
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise CommandError(f"--unpack: {out} exists and is not an empty folder")
+
+
+def _unpack(archive: Path, out: Path) -> None:
+    """The zip's one top folder's contents into `out`; the zip removed."""
+    with tempfile.TemporaryDirectory(dir=out.parent) as tmp, zipfile.ZipFile(archive) as files:
+        files.extractall(tmp)
+        (top,) = list(Path(tmp).iterdir())
+        out.mkdir(parents=True, exist_ok=True)
+        for path in top.iterdir():
+            shutil.move(str(path), out / path.name)
+    archive.unlink()
