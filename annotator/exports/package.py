@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from django.conf import settings
 from django.db.models import QuerySet
 
 from annotator.studies.models import Item, Study
@@ -65,7 +66,10 @@ def write_package(package: Package, out: IO[bytes], *, replication: bool) -> str
     """Write the Hugging Face folder (or the whole replication package around it) as a zip to
     `out`; return the dataset card (the folder's README.md)."""
     top = f"study-{package.study.pk}-{'replication' if replication else 'dataset'}"
-    with tempfile.TemporaryDirectory(prefix="annotator-package-") as tmp:
+    # Under the app's TEMP_DIR: what a killed worker leaves there is removed by the job sweep.
+    scratch = Path(settings.TEMP_DIR) / "packages"
+    scratch.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="package-", dir=scratch) as tmp:
         root = Path(tmp) / top
         card = write_hf_folder(package, root / "huggingface" if replication else root)
         if replication:
