@@ -211,6 +211,10 @@ IMPORT_MAX_BYTES = env_int("ANNOTATOR_IMPORT_MAX_MB", 200) * 1024 * 1024
 # Every upload passes annotator/uploads.py: each kind's limit holds while the request streams in
 # (the handler below), and XLSX workbooks, being zip archives, are capped inflated too.
 WORKBOOK_MAX_BYTES = env_int("ANNOTATOR_WORKBOOK_MAX_MB", 20) * 1024 * 1024
+# Label Studio JSON and doccano JSONL prior-label files: plain text, no zip to inflate and read
+# by the worker of the wizard's steps (doccano line by line; a Label Studio export is one JSON
+# list, parsed whole: ~8 bytes of memory per byte of file), so a larger cap than a workbook's.
+LABEL_FILE_MAX_BYTES = env_int("ANNOTATOR_LABEL_FILE_MAX_MB", 100) * 1024 * 1024
 # A codebook is parsed and written inside the request: the seed one is 38 KB (65 categories).
 CODEBOOK_MAX_BYTES = env_int("ANNOTATOR_CODEBOOK_MAX_KB", 512) * 1024
 # Prior-label workbooks are read whole inside the request at each wizard step (inspect, review,

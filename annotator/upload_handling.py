@@ -44,12 +44,14 @@ __all__ = [
 ]
 
 # view name → kind, for the streaming limit (tests/security/test_uploads.py covers each route).
-ROUTE_KINDS = {
+ROUTE_KINDS: dict[str, str | tuple[str, ...]] = {
     "issues:import": "issues",
     "api-import-create": "issues",
-    "exports:prior_upload": "workbook",
-    "api-prior-inspect": "workbook",
-    "api-prior-import": "workbook",
+    # A prior-label file is a workbook or a Label Studio/doccano file: while it streams in, the
+    # route cannot tell which, so the larger limit holds; `accept_upload` then applies its own.
+    "exports:prior_upload": ("workbook", "labels"),
+    "api-prior-inspect": ("workbook", "labels"),
+    "api-prior-import": ("workbook", "labels"),
     "taxonomy:import": "codebook",
     "api-codebook-import": "codebook",
 }
@@ -62,6 +64,10 @@ def kind(name: str) -> Kind:
         return Kind("file of issues", issues, TEXT_TYPES, settings.IMPORT_MAX_BYTES)
     if name == "workbook":
         return Kind(".xlsx workbook", (".xlsx",), XLSX_TYPES, settings.WORKBOOK_MAX_BYTES)
+    if name == "labels":
+        labels = (".json", ".jsonl", ".ndjson")
+        label = "Label Studio or doccano export"
+        return Kind(label, labels, TEXT_TYPES, settings.LABEL_FILE_MAX_BYTES)
     if name == "codebook":
         codebooks = (".json", ".yaml", ".yml", ".qdc")
         label = "JSON, YAML or REFI-QDA codebook"
@@ -170,5 +176,7 @@ def route_limit(path_info: str) -> int:
     except Resolver404:
         view_name = ""
     if view_name in ROUTE_KINDS:
-        return kind(ROUTE_KINDS[view_name]).max_bytes
+        kinds = ROUTE_KINDS[view_name]
+        names = (kinds,) if isinstance(kinds, str) else kinds
+        return max(kind(name).max_bytes for name in names)
     return int(settings.UPLOAD_MAX_BYTES)

@@ -138,6 +138,7 @@ def main_pages() -> MainPages:
         Page("disagreement analytics", OWNER, reverse("adjudication:analytics", args=[s])),
         Page("exports", OWNER, reverse("exports:start", args=[s])),
         Page("export job", OWNER, reverse("exports:job", args=[export.pk])),
+        Page("pseudonyms", OWNER, reverse("exports:pseudonyms", args=[s])),
         Page("analysis", OWNER, reverse("exports:analysis", args=[s])),
         Page(
             "analysis issues",

@@ -33,7 +33,7 @@ from annotator.agreement.models import (
     CalibrationPass,
     HeadlineDeclaration,
 )
-from annotator.exports.models import ExportJob
+from annotator.exports.models import ExportJob, Pseudonym
 from annotator.issues.models import Issue, IssueComment, Repository, RepositoryAlias
 from annotator.machine.models import MachineCall, MachineRater, MachineRun
 from annotator.studies.models import (
@@ -288,6 +288,13 @@ TABLES: list[Table] = [
     # Export records keep their counts, filters and dataset card; files are not archived (they
     # are derived from the labels and decisions, and can be exported again).
     Table("exports.exportjob", ExportJob, _by(ExportJob, "study"), exclude=("file",)),
+    # The study's codes in pseudonymised exports: restored, a later export keeps them.
+    Table(
+        "exports.pseudonym",
+        Pseudonym,
+        _by(Pseudonym, "study"),
+        added_in=("exports", "0006_export_packages_and_pseudonyms"),
+    ),
 ]
 
 BY_LABEL = {table.label: table for table in TABLES}

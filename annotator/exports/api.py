@@ -31,9 +31,10 @@ from taxonomy_app.models import CodebookVersion, Facet
 
 from .analysis import AnalysisParameterError
 from .dataset import ANALYSIS_FILTERS, run_analysis
-from .forms import accept_prior_file
+from .forms import PSEUDONYMISE_ONLY, accept_prior_file
+from .huggingface import LICENSES
 from .interop import FORMATS, inspect_doccano, inspect_labelstudio
-from .models import ExportJob
+from .models import PACKAGES, ExportJob
 from .prior import (
     PROPOSE,
     PriorImportError,
@@ -78,6 +79,21 @@ class ExportInput(serializers.Serializer):
     source = serializers.ChoiceField(choices=Decision.Source.values, required=False)  # type: ignore[assignment]
     screening = serializers.SlugField(required=False, help_text="screening category code")
     repository = serializers.CharField(required=False, max_length=201, help_text="OWNER/NAME")
+    pseudonymise = serializers.BooleanField(
+        default=False,
+        help_text="huggingface and replication only: annotators as A01…, GitHub users as "
+        "U0001…, stable per study; the mapping stays on the server",
+    )
+    license = serializers.ChoiceField(
+        choices=[license for license, _ in LICENSES],
+        default="cc-by-4.0",
+        help_text="the labels' licence in the dataset card (huggingface, replication)",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs.get("pseudonymise") and attrs.get("format") not in PACKAGES:
+            raise ValidationError({"pseudonymise": PSEUDONYMISE_ONLY})
+        return attrs
 
 
 class ExportOutput(serializers.ModelSerializer):
@@ -92,6 +108,8 @@ class ExportOutput(serializers.ModelSerializer):
             "table",
             "scope",
             "filters",
+            "pseudonymise",
+            "license",
             "status",
             "error",
             "total_rows",
@@ -123,12 +141,14 @@ class ExportListCreateApi(APIView):
         data.is_valid(raise_exception=True)
         values: dict[str, Any] = dict(data.validated_data)
         format, table, scope = values.pop("format"), values.pop("table"), values.pop("scope")
+        packaging = {"pseudonymise": values.pop("pseudonymise"), "license": values.pop("license")}
         try:
             job = start_export_job(
                 study=study,
                 format=format,
                 table=table,
                 scope=scope,
+                **packaging,
                 filters=values,
                 user=request.user,
             )

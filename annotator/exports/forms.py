@@ -10,7 +10,13 @@ from annotator.upload_handling import UploadRefused, accept_upload
 from annotator.uploads import display_name
 from taxonomy_app.models import CodebookVersion
 
-from .models import ExportJob
+from .huggingface import LICENSES
+from .models import PACKAGES, ExportJob
+
+PSEUDONYMISE_ONLY = (
+    "only the Hugging Face folder and the replication package are pseudonymised: choose one "
+    "of them, or leave this unticked"
+)
 
 
 class ExportForm(forms.Form):
@@ -38,12 +44,32 @@ class ExportForm(forms.Form):
         help_text="code of the screening category of the decision, e.g. relevant",
     )
     repository = forms.CharField(required=False, max_length=201, help_text="OWNER/NAME")
+    pseudonymise = forms.BooleanField(
+        required=False,
+        label="Pseudonymise",
+        help_text="Hugging Face folder and replication package: annotators as A01…, GitHub "
+        "users (authors, commenters, @mentions) as U0001…; the mapping stays here",
+    )
+    license = forms.ChoiceField(
+        choices=LICENSES,
+        initial="cc-by-4.0",
+        required=False,
+        label="Licence of the labels",
+        help_text="named in the dataset card and CITATION.cff (Hugging Face folder, package)",
+    )
 
     def __init__(self, *args: Any, study: Study, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         rounds = study.rounds.values_list("number", flat=True)
         round_field = cast(forms.TypedChoiceField, self.fields["round"])
         round_field.choices = [("", "every round"), *((n, f"round {n}") for n in rounds)]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("pseudonymise") and data.get("format") not in PACKAGES:
+            self.add_error("pseudonymise", PSEUDONYMISE_ONLY)
+        data["license"] = data.get("license") or "cc-by-4.0"
+        return data
 
     def scope(self) -> str:
         return ExportJob.Scope.DECIDED if self.cleaned_data["decided_only"] else ExportJob.Scope.ALL
@@ -58,9 +84,9 @@ PRIOR_FORMATS = [
     ("labelstudio", "Label Studio JSON export (.json)"),
     ("doccano", "doccano JSONL export, text classification (.jsonl)"),
 ]
-# Label Studio and doccano files pass the checks of the "issues" upload kind (size, UTF-8
-# without NULs, a JSON head that fits the extension: annotator/uploads.py) after the extension
-# check here, which names the format.
+# Label Studio and doccano files pass the checks of the "labels" upload kind (its own size
+# limit, LABEL_FILE_MAX_BYTES; UTF-8 without NULs, a JSON head that fits the extension:
+# annotator/uploads.py) after the extension check here, which names the format.
 LABEL_FILE_EXTENSIONS = {
     "labelstudio": (".json",),
     "doccano": (".jsonl", ".ndjson", ".json"),
@@ -69,7 +95,7 @@ LABEL_FILE_EXTENSIONS = {
 
 def upload_kind(format: str) -> str:
     """The upload kind (annotator/upload_handling.py) a prior-label file of `format` is."""
-    return "workbook" if format == "xlsx" else "issues"
+    return "workbook" if format == "xlsx" else "labels"
 
 
 def accept_prior_file(upload: Any, format: str) -> None:

@@ -37,7 +37,9 @@ from .columns import (
     final_dataset_columns,
 )
 from .disagreements import disagreement_items, disagreement_rows
-from .models import ExportJob
+from .huggingface import LICENSES
+from .models import PACKAGES, ExportJob
+from .package import Package, assign_pseudonyms, write_package
 from .rows import (
     CHUNK,
     Codebook,
@@ -63,6 +65,8 @@ logger = logging.getLogger(__name__)
 Format = ExportJob.Format
 Table = ExportJob.Table
 Scope = ExportJob.Scope
+DEFAULT_LICENSE = "cc-by-4.0"
+LICENSE_IDS = [license for license, _ in LICENSES]
 TEXT_WRITERS: dict[str, Callable[..., int]] = {
     "csv": writers.write_csv,
     "json": writers.write_json,
@@ -86,9 +90,15 @@ def export_dataset(
     filters: dict[str, Any] | None = None,
     scope: str = Scope.ALL,
     on_progress: Callable[[int], None] | None = None,
+    pseudonymise: bool = False,
+    license: str = DEFAULT_LICENSE,
 ) -> ExportResult:
     """Write the study's final dataset or long table (XLSX: a sheet per annotator plus `Final`)
     to `out` in `format`; return the rows written and the dataset card (Markdown).
+
+    Formats `huggingface` and `replication` write a zip (`package.py`): the Hugging Face folder
+    (both tables as Parquet, the card with its YAML header under `license`), or the replication
+    package around it; `pseudonymise` (those two only) writes people as the study's codes.
 
     Columns: see `annotator.exports.writers`. Filters: `round` (number), `source` (decision
     source), `screening` (screening category code of the decision), `repository` (owner/name).
@@ -97,11 +107,27 @@ def export_dataset(
     ValueError for an unknown format, table or scope.
     """
     _check_choices(format=format, table=table, scope=scope)
+    _check_package_options(format=format, pseudonymise=pseudonymise, license=license)
     with transaction.atomic():
         passing = filtered_items(study, dict(filters or {}))
         items = scoped_items(passing, scope)
         book = load_codebook(study.codebook_version)
         progress = _Progress(on_progress)
+        if format in PACKAGES:
+            people = assign_pseudonyms(study=study, items=items) if pseudonymise else None
+            package = Package(
+                study=study,
+                items=items,
+                passing=passing.count(),
+                book=book,
+                filters=dict(filters or {}),
+                scope=scope,
+                license=license,
+                people=people,
+                count=progress.count,
+            )
+            card = write_package(package, out, replication=format == Format.REPLICATION)
+            return ExportResult(rows=progress.rows, card=card)
         if format == Format.XLSX:
             tables = _write_xlsx(study, items, book, out, progress)
         elif format == Format.LABELSTUDIO:
@@ -130,6 +156,16 @@ def _check_choices(*, format: str, table: str, scope: str) -> None:
     ):
         if value not in choices:
             raise ValueError(f"unknown {name} {value!r}; use one of {', '.join(choices)}")
+
+
+def _check_package_options(*, format: str, pseudonymise: bool, license: str) -> None:
+    if pseudonymise and format not in PACKAGES:
+        raise ValueError(
+            "pseudonymise: only the Hugging Face folder and the replication package are "
+            f"pseudonymised, not {format!r}"
+        )
+    if license not in LICENSE_IDS:
+        raise ValueError(f"unknown license {license!r}; use one of {', '.join(LICENSE_IDS)}")
 
 
 def scoped_items(items: QuerySet[Item], scope: str) -> QuerySet[Item]:
@@ -218,16 +254,24 @@ def total_rows(
         annotations = Annotation.objects.filter(assignment__item__in=items.values("pk"))
         disputed = disagreement_items(items, study).count()
         return items.count() + annotations.filter(status=submitted).count() + disputed
+    if format in PACKAGES:  # both tables, as Parquet (and as CSV in the package)
+        tables = items.count() + _long_count(items)
+        return tables * (2 if format == Format.REPLICATION else 1)
     if format == Format.LABELSTUDIO or table == Table.FINAL:
         return items.count()
     if table == Table.DISAGREEMENTS:
         return disagreement_items(items, study).count()
     if table == Table.LONG:
-        labels = AnnotationLabel.objects.filter(
-            annotation__status=submitted, annotation__assignment__item__in=items.values("pk")
-        ).count()
-        return labels + DecisionLabel.objects.filter(decision__item__in=items.values("pk")).count()
+        return _long_count(items)
     return items.count()
+
+
+def _long_count(items: QuerySet[Item]) -> int:
+    labels = AnnotationLabel.objects.filter(
+        annotation__status=Annotation.Status.SUBMITTED,
+        annotation__assignment__item__in=items.values("pk"),
+    ).count()
+    return labels + DecisionLabel.objects.filter(decision__item__in=items.values("pk")).count()
 
 
 # --- the export job -----------------------------------------------------------------------------
@@ -239,11 +283,14 @@ def start_export_job(
     filters: dict[str, Any] | None = None,
     scope: str = Scope.ALL,
     user: Any = None,
+    pseudonymise: bool = False,
+    license: str = DEFAULT_LICENSE,
 ) -> ExportJob:
     """Check the request, create a queued ExportJob and queue it once the transaction commits."""
     from annotator.dispatch import enqueue_job
 
     _check_choices(format=format, table=table, scope=scope)
+    _check_package_options(format=format, pseudonymise=pseudonymise, license=license)
     clean = {k: v for k, v in (filters or {}).items() if v not in (None, "")}
     filtered_items(study, clean)  # raises ExportFilterError now rather than in the job
     job = ExportJob.objects.create(
@@ -252,6 +299,8 @@ def start_export_job(
         table=table,
         scope=scope,
         filters=clean,
+        pseudonymise=pseudonymise,
+        license=license,
         created_by=user if getattr(user, "is_authenticated", False) else None,
     )
     enqueue_job(job)
@@ -299,6 +348,8 @@ def _write_and_store(job: ExportJob, path: Path) -> None:
             filters=job.filters,
             scope=job.scope,
             on_progress=lambda n: report_progress(ExportJob, job.pk, rows_written=n),
+            pseudonymise=job.pseudonymise,
+            license=job.license,
         )
     with path.open("rb") as written:
         name = default_storage.save(f"exports/{job.filename}", File(written))

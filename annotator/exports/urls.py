@@ -6,6 +6,7 @@ app_name = "exports"
 
 urlpatterns = [
     path("studies/<int:study_id>/", views.export_start, name="start"),
+    path("studies/<int:study_id>/pseudonyms/", views.pseudonyms, name="pseudonyms"),
     path("<int:pk>/", views.export_job, name="job"),
     path("<int:pk>/download/", views.export_download, name="download"),
     path("<int:pk>/card/", views.export_card, name="card"),

@@ -8,11 +8,13 @@ from django.views.decorators.http import require_http_methods
 
 from annotator.dispatch import warn_if_waiting
 from annotator.job_pages import job_status_page
+from annotator.studies.access import MANAGERS, membership_or_404
+from annotator.studies.models import Membership
 from annotator.uploads import content_disposition
 
 from .access import job_for_export, study_for_export
 from .forms import ExportForm
-from .models import ExportJob
+from .models import ExportJob, Pseudonym
 from .rows import ExportFilterError
 from .services import start_export_job
 
@@ -23,6 +25,8 @@ CONTENT_TYPES = {
     "parquet": "application/vnd.apache.parquet",
     "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
     "labelstudio": "application/json",
+    "huggingface": "application/zip",
+    "replication": "application/zip",
 }
 
 
@@ -39,6 +43,8 @@ def export_start(request: HttpRequest, study_id: int) -> HttpResponse:
                 filters=form.filters(),
                 scope=form.scope(),
                 user=request.user,
+                pseudonymise=form.cleaned_data["pseudonymise"],
+                license=form.cleaned_data["license"],
             )
         except ExportFilterError as error:
             form.add_error(None, str(error))
@@ -46,7 +52,10 @@ def export_start(request: HttpRequest, study_id: int) -> HttpResponse:
             warn_if_waiting(request, job)
             return redirect(job)
     jobs = ExportJob.objects.filter(study=study).select_related("created_by")[:10]
-    context = {"study": study, "form": form, "jobs": jobs}
+    is_owner = Membership.objects.filter(
+        study=study, user=request.user.pk, role=Membership.Role.OWNER
+    ).exists()
+    context = {"study": study, "form": form, "jobs": jobs, "is_owner": is_owner}
     return render(request, "exports/export.html", context, status=400 if form.errors else 200)
 
 
@@ -77,3 +86,11 @@ def export_card(request: HttpRequest, pk: int) -> HttpResponse:
     response = HttpResponse(job.card, content_type="text/markdown; charset=utf-8")
     response["Content-Disposition"] = content_disposition(f"{job.filename}.md")
     return response
+
+
+def pseudonyms(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The study's pseudonym codes and whom they stand for: the study's owners only (the
+    mapping pseudonymised exports leave out)."""
+    study = membership_or_404(request, study_id, MANAGERS).study
+    rows = Pseudonym.objects.filter(study=study).order_by("kind", "pk")
+    return render(request, "exports/pseudonyms.html", {"study": study, "pseudonyms": rows})

@@ -33,7 +33,7 @@ from annotator.agreement.services import (
     set_threshold,
     start_agreement_run,
 )
-from annotator.exports.models import ExportJob
+from annotator.exports.models import ExportJob, Pseudonym
 from annotator.issues.models import Issue, Repository, RepositoryAlias
 from annotator.machine.models import MachineCall, MachineRater, MachineRun
 from annotator.studies.models import Item, Membership, Round
@@ -339,4 +339,11 @@ def _study_records(scene: Scene) -> None:
         error="disk full",
         filters={"repository": "deepspeedai/DeepSpeed"},
         created_by=scene.adjudicator,
+    )
+    # A pseudonymised export's codes (exports.Pseudonym): kept with the study.
+    Pseudonym.objects.create(
+        study=scene.study, kind="annotator", key=str(scene.owner.pk), name="owner", code="A01"
+    )
+    Pseudonym.objects.create(
+        study=scene.study, kind="github", key="octocat", name="octocat", code="U0001"
     )

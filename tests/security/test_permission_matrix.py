@@ -166,6 +166,7 @@ ROUTES: dict[str, Route] = {
     "exports:job": page(SEE_ALL, pk="export"),
     "exports:download": page(SEE_ALL, pk="export"),
     "exports:card": page(SEE_ALL, pk="export"),
+    "exports:pseudonyms": page(OWNER, **STUDY),  # who the codes of pseudonymised exports are
     "exports:analysis": page(SEE_ALL, **STUDY),
     "exports:analysis_issues": page(SEE_ALL, **STUDY),
     "exports:prior_upload": page(ANY_USER, GET_POST),
