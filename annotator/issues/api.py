@@ -12,6 +12,7 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from annotator.api_pagination import EstimatedPagination
 from annotator.dispatch import with_queue_notice
 from annotator.upload_handling import UploadRefused, accept_upload
 
@@ -104,9 +105,12 @@ def _require_importer(request: Request) -> None:
 
 
 class IssueListApi(generics.ListAPIView):
-    """Issues, filtered with the same parameters as the issue list page."""
+    """Issues, filtered with the same parameters as the issue list page. Past 10,000 matches
+    `count` is the database's estimate (`count_is_estimate`), and a search lists newest first
+    instead of by relevance."""
 
     serializer_class = IssueOutput
+    pagination_class = EstimatedPagination
 
     def get_queryset(self) -> QuerySet[Issue]:
         params = self.request.query_params

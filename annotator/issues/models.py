@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import urllib.parse
 from collections.abc import Mapping
-from datetime import date
+from datetime import date, datetime, time, timedelta
 
 from django.conf import settings
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVectorField
@@ -12,14 +12,19 @@ from django.db import connection, models
 from django.db.models import F, Q
 from django.db.models.functions import Lower
 from django.urls import reverse
+from django.utils import timezone
 
 from annotator.jobs import Job
+from annotator.paging import planned_rows
 
 # Repositories known to have been renamed on GitHub: an import that names the old full name lands
 # in the repository of the new one, so a study never sees one project as two.
 KNOWN_RENAMES = {"microsoft/deepspeed": "deepspeedai/DeepSpeed"}
 
 SEARCH_CONFIG = "english"
+# A search expected to match more issues than this lists them newest first instead of by rank
+# (IssueQuerySet.ranks_cheaply).
+RANK_LIMIT = 10_000
 
 
 class RepositoryQuerySet(models.QuerySet["Repository"]):
@@ -95,13 +100,31 @@ class IssueQuerySet(models.QuerySet["Issue"]):
             issues = issues.with_label(filters["label"])
         if filters.get("kind") in {"issue", "pr"}:
             issues = issues.filter(is_pull_request=filters["kind"] == "pr")
+        # Bounds on the timestamp itself (the day's start in the current time zone), not on
+        # its date: a cast of the column would keep its index out of use.
         if since := _parse_date(filters.get("since", "")):
-            issues = issues.filter(created_at__date__gte=since)
+            issues = issues.filter(created_at__gte=_day_start(since))
         if until := _parse_date(filters.get("until", "")):
-            issues = issues.filter(created_at__date__lte=until)
+            issues = issues.filter(created_at__lt=_day_start(until + timedelta(days=1)))
         if filters.get("q", "").strip():
-            return issues.search(filters["q"])
-        return issues.order_by(F("created_at").desc(nulls_last=True), "-pk")
+            found = issues.search(filters["q"])
+            return found if found.ranks_cheaply() else found.newest_first()
+        return issues.newest_first()
+
+    def newest_first(self) -> IssueQuerySet:
+        """Newest first (the `issue_newest` index's order)."""
+        return self.order_by(F("created_at").desc(nulls_last=True), "-pk")
+
+    def ranks_cheaply(self) -> bool:
+        """Whether ranking these matches by relevance is cheap: ranking reads every match's
+        search vector, seconds for a word most of a million issues hold, so past
+        RANK_LIMIT expected matches (the planner's estimate) a search lists newest first."""
+        expected = planned_rows(self)
+        return expected is None or expected <= RANK_LIMIT
+
+    def is_ranked(self) -> bool:
+        """Whether the list is ordered by search rank (else newest first)."""
+        return bool(self.query.order_by) and self.query.order_by[0] == "-rank"
 
     def search(self, text: str) -> IssueQuerySet:
         """Full-text search over title, body and comments (PostgreSQL); substring elsewhere."""
@@ -126,6 +149,10 @@ class IssueQuerySet(models.QuerySet["Issue"]):
         # SQLite has no JSON containment; the stored JSON text quotes each name, so a quoted
         # substring match finds exactly the names equal to `label`.
         return self.filter(labels__icontains=f'"{label}"')
+
+
+def _day_start(day: date) -> datetime:
+    return datetime.combine(day, time.min, tzinfo=timezone.get_current_timezone())
 
 
 def _parse_date(value: str) -> date | None:
@@ -170,8 +197,19 @@ class Issue(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["repository", "number"], name="issue_unique_number"),
         ]
-        # The GIN index on search_vector is created by migration 0002 on PostgreSQL only.
-        indexes = [models.Index(fields=["created_at"], name="issue_created_at")]
+        # The GIN indexes on search_vector and labels are created by migrations 0002 and
+        # 0008 on PostgreSQL only.
+        indexes = [
+            # The list's order, newest first (IssueQuerySet.newest_first); also serves date
+            # windows.
+            models.Index(
+                F("created_at").desc(nulls_last=True), F("id").desc(), name="issue_newest"
+            ),
+            # What indexing has still to do (search.pending_issue_count, index_search_batch).
+            models.Index(
+                fields=["id"], condition=Q(search_vector__isnull=True), name="issue_unindexed"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.repository}#{self.number}"

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from django.core.paginator import Paginator
 from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -9,6 +8,7 @@ from django_htmx.middleware import HtmxDetails
 
 from annotator.dispatch import warn_if_waiting
 from annotator.job_pages import job_status_page
+from annotator.paging import EstimatedPaginator
 
 from .access import require_importer
 from .forms import ImportForm
@@ -27,9 +27,10 @@ class HtmxHttpRequest(HttpRequest):
 def issue_list(request: HtmxHttpRequest) -> HttpResponse:
     filters = _filters(request)
     issues = Issue.objects.for_list().matching(filters)
-    page = Paginator(issues, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = EstimatedPaginator(issues, PAGE_SIZE).get_page(request.GET.get("page"))
     context = {
         "page": page,
+        "ranked": issues.is_ranked(),
         "not_searchable": pending_issue_count() if filters["q"] else 0,
         "filters": filters,
         "repositories": Repository.objects.all(),

@@ -1,0 +1,110 @@
+"""The issue list at scale: counts past a limit are the database's estimate and say so, broad
+searches list newest first and say so, date windows take whole days."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from django.db import connection
+from django.urls import reverse
+
+from annotator.issues import models as issue_models
+from annotator.issues.search import index_pending_issues
+from annotator.paging import EstimatedPaginator, planned_rows
+from tests.factories import IssueFactory, RepositoryFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def thirty_issues():  # type: ignore[no-untyped-def]
+    repository = RepositoryFactory()
+    for n in range(1, 31):
+        IssueFactory(
+            repository=repository,
+            number=n,
+            title=f"NCCL timeout number {n}",
+            created_at=datetime(2023, 1, n, tzinfo=UTC),
+        )
+    index_pending_issues()
+    with connection.cursor() as cursor:  # the planner's statistics, as autovacuum keeps them
+        cursor.execute("ANALYZE issues_issue")
+
+
+def test_the_planner_expects_about_the_rows_there_are(thirty_issues):
+    expected = planned_rows(issue_models.Issue.objects.all())
+
+    assert expected is not None and 20 <= expected <= 40
+
+
+def test_a_count_past_the_limit_is_the_estimate_and_the_page_says_so(
+    logged_in_client, thirty_issues, monkeypatch
+):
+    monkeypatch.setattr(EstimatedPaginator, "exact_limit", 5)
+
+    response = logged_in_client.get(reverse("issues:list"))
+
+    paginator = response.context["page"].paginator
+    assert paginator.count_is_estimate
+    assert paginator.count == planned_rows(issue_models.Issue.objects.all())
+    assert "About " in response.content.decode()
+    assert "(the database's estimate: counting every match" in response.content.decode()
+
+
+def test_a_count_under_the_limit_is_exact_and_plain(logged_in_client, thirty_issues):
+    response = logged_in_client.get(reverse("issues:list"))
+
+    paginator = response.context["page"].paginator
+    assert not paginator.count_is_estimate and paginator.count == 30
+    assert "30 issues" in response.content.decode()
+    assert "estimate" not in response.content.decode()
+
+
+def test_the_api_says_whether_its_count_is_an_estimate(client, user, thirty_issues, monkeypatch):
+    client.force_login(user)
+    assert client.get("/api/issues/").json()["count_is_estimate"] is False
+
+    monkeypatch.setattr(EstimatedPaginator, "exact_limit", 5)
+    body = client.get("/api/issues/").json()
+
+    assert body["count_is_estimate"] is True
+    assert len(body["results"]) == 30
+
+
+def test_a_search_with_too_many_matches_to_rank_lists_newest_first_and_says_so(
+    logged_in_client, thirty_issues, monkeypatch
+):
+    ranked = logged_in_client.get(reverse("issues:list"), {"q": "nccl timeout"})
+    assert ranked.context["ranked"]
+    assert "Too many matches to rank" not in ranked.content.decode()
+
+    monkeypatch.setattr(issue_models, "RANK_LIMIT", 5)
+    response = logged_in_client.get(reverse("issues:list"), {"q": "nccl timeout"})
+
+    numbers = [issue.number for issue in response.context["page"].object_list]
+    assert not response.context["ranked"]
+    assert numbers == list(range(30, 5, -1))  # newest first, the first page of 25
+    assert "Too many matches to rank by relevance: newest first." in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({"until": "2023-02-01"}, {1, 2}),
+        ({"since": "2023-02-01"}, {2, 3}),
+        ({"since": "2023-02-01", "until": "2023-02-01"}, {2}),
+    ],
+)
+def test_a_date_window_takes_whole_days(logged_in_client, params, expected):
+    repository = RepositoryFactory()
+    for number, at in [
+        (1, datetime(2023, 1, 31, 23, 59, 59, tzinfo=UTC)),
+        (2, datetime(2023, 2, 1, 23, 59, 59, tzinfo=UTC)),
+        (3, datetime(2023, 2, 2, 0, 0, 0, tzinfo=UTC)),
+    ]:
+        IssueFactory(repository=repository, number=number, created_at=at)
+
+    response = logged_in_client.get(reverse("issues:list"), params)
+
+    assert {issue.number for issue in response.context["page"].object_list} == expected
