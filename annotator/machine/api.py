@@ -118,6 +118,10 @@ class RaterListCreateApi(APIView):
 
 
 def _round(rater: MachineRater, number: Any) -> Round:
+    if number is None or number == "":  # the estimate's default: the study's last round
+        last = Round.objects.filter(study_id=rater.study_id).order_by("-number").first()
+        if last is not None:
+            return last
     try:
         found = Round.objects.filter(study_id=rater.study_id, number=int(number)).first()
     except (TypeError, ValueError):
@@ -136,7 +140,7 @@ class EstimateOutput(serializers.Serializer[dict[str, int]]):
 class EstimateApi(APIView):
     @extend_schema(
         parameters=[
-            OpenApiParameter("round", OpenApiTypes.INT, required=True),
+            OpenApiParameter("round", OpenApiTypes.INT, description="default: the last round"),
             OpenApiParameter("sample_size", OpenApiTypes.INT),
         ],
         responses=EstimateOutput,

@@ -5,6 +5,7 @@ the `krippendorff` package on the same labels read row by row, and the invalid-a
 
 from __future__ import annotations
 
+import html
 import json
 import zlib
 
@@ -12,7 +13,7 @@ import krippendorff
 import numpy as np
 import pytest
 
-from annotator.agreement.services import compute_result, start_agreement_run
+from annotator.agreement.services import compute_result, run_agreement_run, start_agreement_run
 from annotator.machine.models import MachineCall
 from annotator.machine.services import declare_rater, run_machine_run, start_run
 from tests.agreement.factories import direct_tables, labelled_world
@@ -83,3 +84,21 @@ def test_a_run_without_machine_answers_has_no_partitions():
     run = start_agreement_run(study=world.study, round=world.round, enqueue=False)
     result, _ = compute_result(run)
     assert "partitions" not in result
+
+
+def test_the_agreement_report_shows_the_partitions_and_the_verdict(client, settings):
+    settings.LLM_MAX_RETRIES = 0
+    world = labelled_world(items=8, annotators=2, agreement=0.8, seed=2)
+    with FakeLLM(machine_answer) as fake:
+        rater = declare_rater(study=world.study, name="llm", model=MODEL, base_url=fake.base_url)
+        run_machine_run(run_id=start_run(rater=rater, round=world.round, enqueue=False).pk)
+    run = start_agreement_run(study=world.study, round=world.round, enqueue=False)
+    run_agreement_run(run_id=run.pk)
+    run.refresh_from_db()
+    client.force_login(world.owner)
+    text = client.get(f"/agreement/runs/{run.pk}/").content.decode()
+    screening = next(f for f in run.result["partitions"]["facets"] if f["key"] == "screening")
+    assert "Humans and machine raters" in text and "Substitution test: llm" in text
+    assert html.escape(screening["raters"][0]["substitution"]["verdict"]) in text
+    assert 'data-partition="human-human"' in text and 'data-partition="pooled"' in text
+    assert "invalid-answer rate 0.125" in text  # 1 of 8 answers
