@@ -11,7 +11,9 @@ The substitution test (Ahmed et al., MSR 2025): α of the humans beside α with 
 replaced by the machine (the machine's label put in that human's cells), on the units the
 machine labelled that have at least two human ratings. Both tables then have the same pairable
 units, so the delete-one-unit jackknife is paired: the change Δ = mean(α substituted) − α humans
-is re-estimated without each unit, and its 95% interval comes from those replicates.
+is re-estimated without each unit, and its 95% interval comes from those replicates. The
+verdict: a loss (the interval below 0), a gain (above 0), a pass (the lower bound at or above
+−MARGIN), or inconclusive (0 inside an interval reaching further down).
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ from .stats import alpha_on
 Cell = Hashable | None
 Column = tuple[str, int]  # (machine rater name, sample index)
 INTERVAL = "delete-one-unit jackknife over items, normal 95% interval (paired for Δ)"
+# The loss of α the substitution test tolerates before it says "could replace": the lower
+# bound of Δ's interval must reach −MARGIN (an equivalence reading; a wide interval that merely
+# includes 0 is inconclusive, not a pass).
+MARGIN = 0.1
 
 
 def facet_partitions(
@@ -117,7 +123,9 @@ def _fit(
     rows: list[list[Cell]], labels: list[str], multilabel: bool
 ) -> tuple[dict[str, Any], FloatArray | None]:
     """(α as stored, its delete-one-unit replicates over the pairable units or None)."""
-    if not rows or len(rows[0]) < 2:
+    if not rows:
+        return _undefined("no item has a rating of this facet"), None
+    if len(rows[0]) < 2:
         return _undefined("fewer than two raters"), None
     coded = _coded(rows, labels, multilabel)
     pair = pairable(coded)
@@ -210,6 +218,7 @@ def substitution(
         "substituted": mean,
         "difference": difference,
         "interval": INTERVAL,
+        "margin": MARGIN,
     }
 
 
@@ -271,9 +280,14 @@ def verdict(test: Mapping[str, Any], *, rater: str, facet: str) -> str:
             "agreement rises with the model in place of a human; by this test it could "
             "replace a human annotator on this facet."
         )
+    if low >= -MARGIN:
+        return said + (
+            f"the interval excludes a loss of more than {MARGIN}; by this test the model "
+            "could replace a human annotator on this facet."
+        )
     return said + (
-        "no change is detectable at this number of items; by this test the model could "
-        "replace a human annotator on this facet."
+        f"no change is detectable, but the interval still allows a loss of up to {-low:.3f}: "
+        "inconclusive at this number of items; label more items to decide."
     )
 
 

@@ -16,7 +16,7 @@ import krippendorff
 import numpy as np
 import pytest
 
-from annotator.agreement.partitions import facet_partitions, verdict
+from annotator.agreement.partitions import MARGIN, facet_partitions, verdict
 
 CODES = ["failure", "hang", "oom", "crash", "slow"]
 HUMANS = ["ann1", "ann2", "ann3"]
@@ -186,15 +186,28 @@ def test_a_machine_that_copies_the_truth_less_often_cannot_replace_a_human():
 
 
 def test_a_machine_as_good_as_the_humans_passes_the_substitution_test():
-    rows, machines = planted(units=200, human_copy=0.8, machine_copy=0.8, seed=11)
+    rows, machines = planted(units=400, human_copy=0.8, machine_copy=0.8, seed=11)
     result = facet_partitions(
         key="symptom", name="Symptom", multilabel=False, categories=CODES,
         humans=rows, human_names=HUMANS, machines={("llm", 0): machines[("llm", 0)]},
     )  # fmt: skip
     test = result["raters"][0]["substitution"]
     low, high = test["difference"]["ci"]
-    assert low < 0 < high
+    assert -MARGIN <= low < 0 < high
     assert "by this test the model could replace a human annotator" in test["verdict"]
+
+
+def test_a_wide_interval_around_no_change_is_inconclusive_not_a_pass():
+    rows, machines = planted(units=15, human_copy=0.8, machine_copy=0.8, seed=9)
+    result = facet_partitions(
+        key="symptom", name="Symptom", multilabel=False, categories=CODES,
+        humans=rows, human_names=HUMANS, machines={("llm", 0): machines[("llm", 0)]},
+    )  # fmt: skip
+    test = result["raters"][0]["substitution"]
+    low, high = test["difference"]["ci"]
+    assert low < -MARGIN and high > 0
+    assert f"the interval still allows a loss of up to {-low:.3f}: inconclusive" in test["verdict"]
+    assert "could replace" not in test["verdict"]
 
 
 def test_an_undefined_human_alpha_is_said_not_read():
