@@ -65,6 +65,7 @@ def declare_rater(
     unknown = sorted(set(parameters) - set(PARAMETERS))
     if unknown:
         raise MachineError(f"field 'parameters': unknown {unknown}; known: {list(PARAMETERS)}")
+    parameters = {key: _check_parameter(key, value) for key, value in parameters.items()}
     if not name.strip() or not model.strip():
         raise MachineError("fields 'name' and 'model': name the rater and its model")
     if samples < 1:
@@ -88,6 +89,27 @@ def declare_rater(
         study=study, name=name.strip(), defaults=values
     )
     return rater
+
+
+# parameter → (number type, lowest, highest), as the chat-completions API takes them
+PARAMETER_RANGES: dict[str, tuple[type, float, float]] = {
+    "temperature": (float, 0, 2),
+    "top_p": (float, 0, 1),
+    "max_tokens": (int, 1, 1_000_000),
+    "seed": (int, 0, 2**63 - 1),
+}
+
+
+def _check_parameter(key: str, value: Any) -> int | float:
+    """The value as the server takes it (a whole number as int), or a MachineError naming it."""
+    kind, low, high = PARAMETER_RANGES[key]
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if ok and kind is int:
+        ok = float(value).is_integer()
+    if not ok or not low <= value <= high:
+        word = "a whole number" if kind is int else "a number"
+        raise MachineError(f"field 'parameters.{key}': {word} from {low} to {high}, not {value!r}")
+    return int(value) if kind is int else value
 
 
 def start_run(

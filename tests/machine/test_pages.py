@@ -123,6 +123,15 @@ def test_a_bad_declaration_names_the_field_and_writes_nothing(client, settings, 
         api.status_code == 400
         and "field 'parameters': unknown ['temprature']" in api.json()["detail"]
     )
+    hot = client.post(
+        f"/api/studies/{world.study.pk}/machine-raters/",
+        {"name": "llm", "model": MODEL, "parameters": {"temperature": "hot", "seed": 1}},
+        content_type="application/json",
+    )
+    assert hot.status_code == 400
+    assert hot.json()["detail"] == (
+        "field 'parameters.temperature': a number from 0 to 2, not 'hot'"
+    )
     assert not MachineRater.objects.exists()
 
 
