@@ -62,14 +62,16 @@ def item_machine_labels(
 
 def _names(item: Item) -> dict[tuple[str, str], str]:
     schema = codebook_schema(item.study.codebook_version)
-    return {(f.key, c.code): c.name for f in schema.facets for c in f.categories} | {
-        (f.key, ""): f.name for f in schema.facets
-    }
+    facets = {(f.key, ""): f.name for f in schema.facets}  # first: they keep the facet order
+    return facets | {(f.key, c.code): c.name for f in schema.facets for c in f.categories}
 
 
 def _answer(call: MachineCall, names: dict[tuple[str, str], str]) -> dict[str, Any]:
+    given = call.labels or {}
+    order = [key for key, code in names if code == ""]  # the codebook's facet order
+    keys = [k for k in order if k in given] + sorted(set(given) - set(order))
     labels = [
-        (names.get((key, ""), key), [names.get((key, code), code) for code in codes])
-        for key, codes in (call.labels or {}).items()
+        (names.get((key, ""), key), [names.get((key, code), code) for code in given[key]])
+        for key in keys
     ]
     return {"call": call, "rater": call.rater, "labels": labels}

@@ -164,6 +164,13 @@ def test_owner_runs_a_machine_rater_and_reads_the_substitution_test(
     item = world.round.items.order_by("position").first()
     owner.goto(f"{live_server.url}/studies/items/{item.pk}/")  # the owner may now read them
     expect(owner.locator("[data-machine-answers]")).to_contain_text(MARKER)
+    owner.locator("#machine-labels").scroll_into_view_if_needed()
+    owner.screenshot(path=str(SCREENSHOTS / "machine-item.png"))
+    owner.goto(f"{live_server.url}/adjudication/items/{item.pk}/")
+    expect(owner.locator("[data-machine-answers]")).to_contain_text(MARKER)
+    owner.get_by_role("button", name="Hide machine labels").click()
+    expect(owner.locator("[data-machine-hidden]")).to_be_visible()
+    expect(owner.locator("[data-machine-answers]")).to_have_count(0)
     for context in contexts.values():
         context.close()
     assert fake.base_url == django_settings.LLM_BASE_URL  # the web server was configured

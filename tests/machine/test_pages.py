@@ -221,6 +221,8 @@ def test_owner_and_adjudicator_see_machine_labels_only_after_the_humans_and_can_
         for url in pages:
             text = client.get(url).content.decode()
             assert text.count("data-machine-code") == 3  # screening, symptom, fix
+            answers = text[text.index("data-machine-answers") :]
+            assert answers.index("Screening:") < answers.index("Symptom:")  # codebook order
             assert "data-machine-waiting" not in text
     hide = client.post(
         reverse("machine:labels_shown", args=[world.study.pk]), {"hide": "1", "next": pages[1]}
