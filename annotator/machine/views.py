@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
@@ -132,6 +133,9 @@ def labels_shown(request: HttpRequest, study_id: int) -> HttpResponse:
     membership_or_404(request, study_id, SEE_ALL)
     request.session[hidden_key(study_id)] = request.POST.get("hide") == "1"
     target = request.POST.get("next", "")
-    if not url_has_allowed_host_and_scheme(target, {request.get_host()}):
-        target = f"/studies/{study_id}/"
-    return redirect(target)
+    # A path on this site only: anything else (another host, a bare word) goes to the study.
+    if not target.startswith("/") or not url_has_allowed_host_and_scheme(
+        target, {request.get_host()}
+    ):
+        target = reverse("studies:detail", args=[study_id])
+    return HttpResponseRedirect(target)

@@ -230,6 +230,11 @@ def test_owner_and_adjudicator_see_machine_labels_only_after_the_humans_and_can_
     assert hide.status_code == 302 and hide["Location"] == pages[1]
     hidden = client.get(pages[1]).content.decode()
     assert "data-machine-hidden" in hidden and "data-machine-code" not in hidden
+    for bad in ("abc", "https://elsewhere.example/", "//elsewhere.example/"):
+        away = client.post(
+            reverse("machine:labels_shown", args=[world.study.pk]), {"hide": "1", "next": bad}
+        )
+        assert away.status_code == 302 and away["Location"] == f"/studies/{world.study.pk}/"
     client.post(reverse("machine:labels_shown", args=[world.study.pk]), {"hide": "0"})
     assert "data-machine-code" in client.get(pages[0]).content.decode()
 
