@@ -1,12 +1,15 @@
 """The machine raters' labels beside the humans' in an agreement run: the run's label table
 (humans only, annotator.agreement.labels) and the kept machine answers of the same scope go to
 the pure `annotator.agreement.partitions`. Called by `agreement.services.compute_result`; the
-result's `partitions` key is absent when no machine rater answered in the scope."""
+result's `partitions` key is absent when no machine rater answered in the scope on an item whose
+human labels are all in."""
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Any
+
+from django.db.models import F
 
 from annotator.agreement.partitions import INTERVAL, Cell, Column, facet_partitions
 
@@ -21,7 +24,13 @@ Outcome = MachineCall.Outcome
 
 def machine_partitions(run: AgreementRun, table: LabelTable) -> dict[str, Any] | None:
     """`result["partitions"]` of the run, or None when no machine rater answered in scope."""
-    calls = MachineCall.objects.filter(rater__study_id=run.study_id).exclude(outcome=Outcome.FAILED)
+    # Only items whose human labels are all in, as on the item pages (visibility.py): a run of
+    # a round still being labelled shows nobody a machine label through its figures.
+    calls = MachineCall.objects.filter(
+        rater__study_id=run.study_id,
+        item__quota__gt=0,
+        item__submitted_count__gte=F("item__quota"),
+    ).exclude(outcome=Outcome.FAILED)
     if run.round_id is not None:
         calls = calls.filter(item__round_id=run.round_id)
     rows = list(

@@ -86,6 +86,19 @@ def test_a_run_without_machine_answers_has_no_partitions():
     assert "partitions" not in result
 
 
+def test_items_still_being_labelled_keep_their_machine_answers_out(settings):
+    settings.LLM_MAX_RETRIES = 0
+    world = labelled_world(items=6, annotators=2, skip_last=2)  # 2 items wait for a label
+    with FakeLLM(machine_answer) as fake:
+        rater = declare_rater(study=world.study, name="llm", model=MODEL, base_url=fake.base_url)
+        run_machine_run(run_id=start_run(rater=rater, round=world.round, enqueue=False).pk)
+    assert MachineCall.objects.count() == 6
+    run = start_agreement_run(study=world.study, round=world.round, enqueue=False)
+    result, _ = compute_result(run)
+    counted = result["partitions"]["raters"][0]
+    assert counted["labeled"] + counted["invalid"] == 4  # the 4 complete items only
+
+
 def test_the_agreement_report_shows_the_partitions_and_the_verdict(client, settings):
     settings.LLM_MAX_RETRIES = 0
     world = labelled_world(items=8, annotators=2, agreement=0.8, seed=2)
