@@ -34,7 +34,9 @@ def raters(request: HttpRequest, study_id: int) -> HttpResponse:
     status = 200
     if request.method == "POST":
         status = 400
-        if form.is_valid():
+        if form.is_valid() and not (services.configured() or form.cleaned_data["base_url"]):
+            form.add_error("base_url", "LLM_BASE_URL is not set on this server: give a base URL")
+        elif form.is_valid():
             try:
                 rater = services.declare_rater(
                     study=membership.study, user=request.user, **form.service_arguments()

@@ -263,3 +263,16 @@ def test_machine_labels_never_decide_an_item(fake):
     assert decision.source == "unanimous"
     codes = set(decision.labels.values_list("category__code", flat=True))
     assert "relevant" not in codes and "not-a-bug" in codes
+
+
+def test_without_llm_base_url_a_rater_declared_on_the_page_needs_its_own(client, fake):
+    world = make_world(items=1)
+    declare_rater(study=world.study, name="first", model=MODEL, base_url=fake.base_url)
+    client.force_login(world.owner)
+    form = {"name": "second", "model": MODEL, "samples": "1", "token_budget": "6000"}
+    page = client.post(reverse("machine:raters", args=[world.study.pk]), form)
+    assert page.status_code == 400
+    assert "LLM_BASE_URL is not set on this server: give a base URL" in page.content.decode()
+    assert list(MachineRater.objects.values_list("name", flat=True)) == ["first"]
+    form["base_url"] = fake.base_url
+    assert client.post(reverse("machine:raters", args=[world.study.pk]), form).status_code == 302
