@@ -396,6 +396,8 @@ LLM_TIMEOUT_SECONDS = env_int("LLM_TIMEOUT_SECONDS", 120)
 # Retries of 429 (honouring retry-after), 408/409, 5xx and timeouts, with the client's backoff.
 LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 4)
 MACHINE_TIME_LIMIT_SECONDS = env_int("MACHINE_TIME_LIMIT_SECONDS", 6 * 3600)
+# Machine runs queued or running at once on this server (one per rater in any case).
+LLM_MAX_CONCURRENT_RUNS = env_int("LLM_MAX_CONCURRENT_RUNS", 2)
 GITHUB_API_URL = env_str("GITHUB_API_URL", "https://api.github.com")
 # Celery beat re-syncs repositories marked "keep in sync" this often; 0 turns it off.
 GITHUB_RESYNC_MINUTES = env_int("GITHUB_RESYNC_MINUTES", 60)

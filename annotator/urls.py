@@ -30,6 +30,7 @@ urlpatterns = [
     path("exports/", include("annotator.exports.urls")),
     path("backups/", include("annotator.backup.urls")),
     path("screening/", include("annotator.screening.urls")),
+    path("machine/", include("annotator.machine.urls")),
     path("account/", include("annotator.accounts.urls")),
     path("account/", include(password_urlpatterns)),  # Django's names, no namespace
     path("account/", include(github_urlpatterns)),  # Sign in with GitHub, allauth's names
@@ -41,6 +42,7 @@ urlpatterns = [
     path("api/", include("annotator.exports.api_urls")),
     path("api/", include("annotator.accounts.api_urls")),
     path("api/", include("annotator.screening.api_urls")),
+    path("api/", include("annotator.machine.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", api_docs, name="api-docs"),
 ]

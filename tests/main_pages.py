@@ -68,6 +68,39 @@ class MainPages:
         return out
 
 
+def machine_rows(scene: Scene, items: list[Item]) -> dict[str, int]:
+    """A machine rater's finished run with a kept answer per item, as a run leaves them."""
+    from annotator.machine.models import MachineCall, MachineRater, MachineRun
+
+    rater = MachineRater.objects.create(
+        study=scene.study, name="llm", model="qwen2.5-7b-instruct", prompt_version="v1",
+        base_url="http://127.0.0.1:9/v1", parameters={"temperature": 0},
+    )  # fmt: skip
+    run = MachineRun.objects.create(
+        rater=rater, round=scene.world.round, status="succeeded", progress=100,
+        counts={"items": 2, "labeled": 2, "invalid": 0, "failed": 0, "skipped": 0},
+    )  # fmt: skip
+    calls = [
+        MachineCall.objects.create(
+            run=run,
+            rater=rater,
+            item=item,
+            outcome="labeled",
+            structured=True,
+            labels={"screening": ["relevant"], "symptom": ["hang"]},
+            model_returned="qwen2.5-7b-instruct-q4",
+            prompt_sha256="0" * 64,
+            messages=[{"role": "user", "content": "# Issue: all-reduce hangs"}],
+            response={"choices": []},
+            prompt_tokens=900,
+            completion_tokens=40,
+            latency_ms=120,
+        )
+        for item in items
+    ]
+    return {"rater": rater.pk, "run": run.pk, "call": calls[0].pk}
+
+
 def main_pages() -> MainPages:
     scene = make_scene()
     study, owner = scene.study, scene.owner
@@ -84,6 +117,7 @@ def main_pages() -> MainPages:
         membership=Membership.objects.get(study=study, user=owner),
         body="Both read the log; is it a hang or memory?",
     )
+    machine = machine_rows(scene, [decided, disputed])  # before the run: its partitions
     run = start_agreement_run(study=study, round=scene.world.round, user=owner, enqueue=False)
     run_agreement_run(run_id=run.pk)
     export = start_export_job(study=study, user=owner)
@@ -152,6 +186,10 @@ def main_pages() -> MainPages:
         Page("codebook diff", OWNER, reverse("taxonomy:diff", args=[draft.pk])),
         Page("guideline", OWNER, reverse("taxonomy:guideline", args=[published.pk])),
         Page("discussion", OWNER, reverse("adjudication:discussion", args=[disputed.pk])),
+        Page("machine raters", OWNER, reverse("machine:raters", args=[s])),
+        Page("machine rater", OWNER, reverse("machine:rater", args=[machine["rater"]])),
+        Page("machine run", OWNER, reverse("machine:run", args=[machine["run"]])),
+        Page("machine call", OWNER, reverse("machine:call", args=[machine["call"]])),
         Page("tokens", OWNER, reverse("accounts:tokens")),
         Page("github token", OWNER, reverse("accounts:github")),
         Page("password change", OWNER, reverse("password_change")),

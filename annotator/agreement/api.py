@@ -73,7 +73,9 @@ RESULT_HELP = (
     "κ, threshold rule; absent from schema-1 results), `raters` and per facet `coefficients` "
     "(value, se, ci, p_o, p_e, q, extra.q_rule, n_pairable_units, ...), `design`, "
     "`per_category`, `levels` (α and AC1 per hierarchy level), `pairwise_cohen` (`cells`: the "
-    "κ matrix; `pairs`: per annotator pair n, p_o, p_e, kappa, se, ci) and `confusion`."
+    "κ matrix; `pairs`: per annotator pair n, p_o, p_e, kappa, se, ci) and `confusion`; "
+    "when a machine rater answered in scope, `partitions` (human–human, human–machine, "
+    "machine–machine, pooled, the substitution test with its verdict, per facet)."
 )
 
 

@@ -155,7 +155,18 @@ def compute_result(
         # facet key → values a prior-label import wrote as no label, and the ratings removed
         "left_out": table.left_out,
     }
+    partitions = _machine_partitions(run, table)
+    if partitions is not None:
+        result["partitions"] = partitions
     return result, _inputs(run, table, loaded - started, time.perf_counter() - loaded)
+
+
+def _machine_partitions(run: AgreementRun, table: LabelTable) -> dict[str, Any] | None:
+    """Human–human, human–machine, machine–machine, pooled and the substitution test, when a
+    machine rater answered in the run's scope (annotator/machine/agreement.py)."""
+    from annotator.machine.agreement import machine_partitions
+
+    return machine_partitions(run, table)
 
 
 def _inputs(

@@ -69,7 +69,7 @@ def build_card(
     title = f"{study.name}: dataset" + (f" ({_describe(active)})" if active else "")
     run = latest_run(study, active)
     figures, source = agreement_for(run, study, items, exported)
-    return writers.dataset_card(
+    card = writers.dataset_card(
         title=title,
         codebook_name=version.codebook.name,
         codebook_version=version.number,
@@ -90,6 +90,17 @@ def build_card(
         left_out=prior_left_out_lines(items),
         headline=headline_card_lines(study, run),
     )
+    return card + llm_use_markdown(items, run)
+
+
+def llm_use_markdown(items: QuerySet[Item], run: AgreementRun | None) -> str:
+    """The card's "LLM use" section (annotator/exports/card_llm.py), "" when no machine rater
+    labelled the exported items."""
+    from annotator.machine.provenance import llm_use
+
+    from .card_llm import llm_use_section
+
+    return llm_use_section(llm_use(items, run))
 
 
 def headline_card_lines(study: Study, run: AgreementRun | None) -> list[str] | None:

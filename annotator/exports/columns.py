@@ -143,11 +143,25 @@ LONG_TABLE_COLUMNS = (
         "str",
         "annotation: a label an annotator gave, blind; after_discussion: a label of the "
         "annotator's revision after the item was released for discussion (after their "
-        "annotation rows); decision: a final label of the item's decision (after the item's "
-        "annotation rows); keep row_kind = annotation for agreement",
+        "annotation rows); machine: a label a declared machine rater gave (after the humans' "
+        "rows; only on items whose human labels are all in); decision: a final label of the "
+        "item's decision (after the item's annotation rows); keep row_kind = annotation for "
+        "agreement",
     ),
     Column("facet", "str", "Facet key (screening, stage, symptom, root-cause, fix-pattern, …)"),
-    Column("annotator", "str", "Username of the annotator (empty on decision rows)"),
+    Column(
+        "annotator",
+        "str",
+        "Username of the annotator; on machine rows the rater's name (`name#k` for its sample "
+        "k > 0); empty on decision rows",
+    ),
+    Column(
+        "annotator_origin",
+        "str",
+        "human (annotation and after_discussion rows) or machine (machine rows: a language "
+        "model's label, never shown to annotators, never deciding an item); empty on decision "
+        "rows",
+    ),
     Column(
         "category",
         "str",

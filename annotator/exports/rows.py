@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, F, OuterRef, QuerySet
 
 from annotator.adjudication.models import Decision, DecisionLabel
 from annotator.issues.models import Repository
@@ -330,6 +330,7 @@ def long_rows(items: QuerySet[Item], book: Codebook) -> Iterator[dict[str, Any]]
         .iterator(chunk_size=CHUNK)
     )
     decisions = _Lookahead(_decision_labels(items))
+    machine = _Lookahead(_machine_labels(items))
     usernames = dict(get_user_model().objects.values_list("pk", "username"))
     for head, rows in _merge(heads, given):
         decided = decisions.take(head[0])
@@ -339,7 +340,52 @@ def long_rows(items: QuerySet[Item], book: Codebook) -> Iterator[dict[str, Any]]
         del base["title"]
         for _, annotation in itertools.groupby(rows, key=lambda r: r[1]):
             yield from _annotation_long_rows(base, book, list(annotation), usernames)
+        yield from _machine_long_rows(base, book, machine.take(head[0]))
         yield from _decision_long_rows(base, book, decided)
+
+
+def _machine_labels(items: QuerySet[Item]) -> Iterator[tuple[Any, ...]]:
+    """(item id, rater name, sample, labels, answered at, codebook version number) per kept
+    valid machine answer, on items whose human labels are all in (annotator/machine/
+    visibility.py: nobody meets a machine label before that)."""
+    from annotator.machine.models import MachineCall
+
+    return (
+        MachineCall.objects.filter(
+            item__in=items.values("pk"),
+            outcome=MachineCall.Outcome.LABELED,
+            item__quota__gt=0,
+            item__submitted_count__gte=F("item__quota"),
+        )
+        .order_by("item_id", "rater__name", "sample")
+        .values_list(
+            "item_id",
+            "rater__name",
+            "sample",
+            "labels",
+            "created_at",
+            "rater__study__codebook_version__number",
+        )
+        .iterator(chunk_size=CHUNK)
+    )
+
+
+def _machine_long_rows(
+    base: dict[str, Any], book: Codebook, rows: list[tuple[Any, ...]]
+) -> Iterator[dict[str, Any]]:
+    """A machine rater's labels as long-table rows (row_kind and annotator_origin machine)."""
+    for _, name, sample, labels, at, version in rows:
+        common = {
+            **base,
+            "row_kind": "machine",
+            "annotator": name if sample == 0 else f"{name}#{sample}",
+            "annotator_origin": "machine",
+            "codebook_version": version,
+            "submitted_at": at,
+        }
+        for key in _in_facet_order(book, list(labels)):
+            for code in labels[key]:
+                yield _long_row(common, key, code, book.top_level(key, code), False)
 
 
 def _decision_labels(items: QuerySet[Item]) -> Iterator[tuple[Any, ...]]:
@@ -384,6 +430,7 @@ def _annotation_long_rows(
         **base,
         "row_kind": "annotation",
         "annotator": usernames.get(annotator, str(annotator)),
+        "annotator_origin": "human",
         "codebook_version": book.versions.get(version),
         "submitted_at": submitted,
         "seconds_spent": seconds,

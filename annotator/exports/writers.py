@@ -56,7 +56,9 @@ decision_source, decided_at, reason and comment.
 
 Long table — one row per label given (`LONG_TABLE_COLUMNS`), tidy for group-bys and agreement:
   item_id int · round int · repository str · number int · url str · row_kind str (annotation
-  | decision) · facet str (key) · annotator str (username; empty on decision rows) · category
+  | after_discussion | machine | decision) · facet str (key) · annotator str (username; the
+  machine rater's name, `name#k` for its sample k > 0, on machine rows; empty on decision rows)
+  · annotator_origin str (human | machine; empty on decision rows) · category
   str (chosen code; the leaf of a hierarchical facet) · category_l1 str (its top-level
   ancestor) · unsure bool (the annotator marked the facet unsure) · codebook_version int ·
   submitted_at timestamp · seconds_spent int (for the whole item, repeated on each of its
@@ -66,7 +68,8 @@ Long table — one row per label given (`LONG_TABLE_COLUMNS`), tidy for group-by
   unless the annotator marked it unsure: then one row with empty category and category_l1.
   After an item's annotation rows come its decision rows, one per final label (one with no
   facet when the decision has no label, so its reason and comment are kept); agreement reads
-  the rows with row_kind = annotation.
+  the rows with row_kind = annotation. A declared machine rater's valid answers come as
+  row_kind = machine rows between them (only on items whose human labels are all in).
 
 Disagreements — one row per item whose annotators labelled a facet differently, or where one
 marked a facet unsure and the study sends those to adjudication (`disagreement_columns(facets,

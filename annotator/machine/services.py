@@ -19,6 +19,7 @@ from typing import Any
 
 import openai
 from django.conf import settings
+from django.db import transaction
 
 from annotator.issues.models import IssueComment
 from annotator.jobs import claim_job, finish_job, job_heartbeat, report_progress
@@ -37,6 +38,10 @@ PARAMETERS = ("temperature", "top_p", "max_tokens", "seed")
 
 class MachineError(Exception):
     """A request the machine-rater services refuse, or a run that cannot go on, in words."""
+
+
+class ConcurrencyLimit(MachineError):
+    """A run refused because too many are queued or running (the API answers 409)."""
 
 
 def configured(rater: MachineRater | None = None) -> bool:
@@ -60,6 +65,7 @@ def declare_rater(
     unknown = sorted(set(parameters) - set(PARAMETERS))
     if unknown:
         raise MachineError(f"field 'parameters': unknown {unknown}; known: {list(PARAMETERS)}")
+    parameters = {key: _check_parameter(key, value) for key, value in parameters.items()}
     if not name.strip() or not model.strip():
         raise MachineError("fields 'name' and 'model': name the rater and its model")
     if samples < 1:
@@ -85,6 +91,27 @@ def declare_rater(
     return rater
 
 
+# parameter → (number type, lowest, highest), as the chat-completions API takes them
+PARAMETER_RANGES: dict[str, tuple[type, float, float]] = {
+    "temperature": (float, 0, 2),
+    "top_p": (float, 0, 1),
+    "max_tokens": (int, 1, 1_000_000),
+    "seed": (int, 0, 2**63 - 1),
+}
+
+
+def _check_parameter(key: str, value: Any) -> int | float:
+    """The value as the server takes it (a whole number as int), or a MachineError naming it."""
+    kind, low, high = PARAMETER_RANGES[key]
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if ok and kind is int:
+        ok = float(value).is_integer()
+    if not ok or not low <= value <= high:
+        word = "a whole number" if kind is int else "a number"
+        raise MachineError(f"field 'parameters.{key}': {word} from {low} to {high}, not {value!r}")
+    return int(value) if kind is int else value
+
+
 def start_run(
     *,
     rater: MachineRater,
@@ -105,16 +132,44 @@ def start_run(
         raise MachineError(f"field 'round': round {round.number} is not a round of this study")
     if sample_size is not None and sample_size < 1:
         raise MachineError("field 'sample_size': at least one item, or empty for all")
-    run = MachineRun.objects.create(
+    with transaction.atomic():
+        # The rater's row serialises starters: two clicks never start two runs past the limit.
+        MachineRater.objects.select_for_update().filter(pk=rater.pk).first()
+        _check_concurrency(rater)
+        run = _create_run(rater, round, sample_size, seed, user)
+    if enqueue:
+        enqueue_job(run)
+    return run
+
+
+def _check_concurrency(rater: MachineRater) -> None:
+    """One live run per rater (two would ask twice for the same items), and at most
+    LLM_MAX_CONCURRENT_RUNS live runs on the server, so one study cannot take every worker and
+    the model server's whole capacity."""
+    live = MachineRun.objects.filter(status__in=[Status.QUEUED, Status.RUNNING])
+    mine = live.filter(rater=rater).first()
+    if mine is not None:
+        raise ConcurrencyLimit(
+            f"rater {rater.name!r} has run {mine.pk} {mine.status}; start again when it ends"
+        )
+    limit = settings.LLM_MAX_CONCURRENT_RUNS
+    if live.count() >= limit:
+        raise ConcurrencyLimit(
+            f"{limit} machine run(s) are queued or running (LLM_MAX_CONCURRENT_RUNS = {limit}); "
+            "start this one when one ends"
+        )
+
+
+def _create_run(
+    rater: MachineRater, round: Round, sample_size: int | None, seed: int | None, user: Any
+) -> MachineRun:
+    return MachineRun.objects.create(
         rater=rater,
         round=round,
         sample_size=sample_size,
         seed=seed if seed is not None or sample_size is None else secrets.randbelow(2**31),
         created_by=user if getattr(user, "is_authenticated", False) else None,
     )
-    if enqueue:
-        enqueue_job(run)
-    return run
 
 
 def estimate(rater: MachineRater, round: Round, sample_size: int | None = None) -> dict[str, int]:
@@ -128,6 +183,12 @@ def estimate(rater: MachineRater, round: Round, sample_size: int | None = None) 
         tokens += sum(prompt.estimate_tokens(m["content"]) for m in sent)
     calls = len(items) * rater.samples
     return {"items": len(items), "calls": calls, "prompt_tokens": tokens * rater.samples}
+
+
+def invalid_rate(counts: dict[str, int]) -> float | None:
+    """Invalid answers among the answers (labeled + invalid); None before any answer."""
+    answered = counts.get("labeled", 0) + counts.get("invalid", 0)
+    return counts.get("invalid", 0) / answered if answered else None
 
 
 def run_items(round: Round, sample_size: int | None, seed: int | None) -> list[Item]:

@@ -185,9 +185,10 @@ def test_owner_turns_the_majority_rule_on_for_k_three(db):
 
 
 # the same numbers for both sizes (see test ids); recorded here so a change is noticed (the
-# item page's 11th reads the study's blind and fast-label settings; blind, the item's
-# assignments are a 12th)
-PAGE_QUERIES = {"item": 11, "queue": 6, "items": 7}
+# item page's 11th reads the study's blind and fast-label settings; its 12th, the item's
+# machine-rater answers (annotator/machine/visibility.py); blind, the item's assignments are a
+# 13th)
+PAGE_QUERIES = {"item": 12, "queue": 6, "items": 7}
 
 
 @pytest.mark.parametrize("size", [1, 4], ids=["small", "big"])

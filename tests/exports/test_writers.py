@@ -101,6 +101,7 @@ def test_final_dataset_columns_follow_the_facet_shapes() -> None:
         "row_kind",
         "facet",
         "annotator",
+        "annotator_origin",
         "category",
         "category_l1",
         "unsure",

@@ -129,6 +129,18 @@ ADDED_ROUTES: dict[str, Route] = {
     # everyone here (tests/studies/test_gold.py proves the annotator's 200 and the 404 before).
     "studies:feedback": page(NO_TRAINING_FEEDBACK, assignment_id="assignment"),
     "api-feedback": api(NO_TRAINING_FEEDBACK, assignment_id="assignment"),
+    # Machine raters: the owner declares them, starts runs and reads calls; the toggle that
+    # hides machine labels on item pages is the owner's and adjudicators'.
+    "machine:raters": page(OWNER, ALL, study_id="study"),
+    "machine:labels_shown": page(SEE_ALL, POST, study_id="study"),
+    "machine:rater": page(OWNER, ALL, rater_id="machine_rater"),
+    "machine:start": page(OWNER, POST, rater_id="machine_rater"),
+    "machine:run": page(OWNER, ALL, run_id="machine_run"),
+    "machine:call": page(OWNER, ALL, call_id="machine_call"),
+    "api-machine-raters": api(OWNER, GET | {"POST"}, study_id="study"),
+    "api-machine-estimate": api(OWNER, rater_id="machine_rater"),
+    "api-machine-runs": api(OWNER, GET | {"POST"}, rater_id="machine_rater"),
+    "api-machine-run": api(OWNER, run_id="machine_run"),
 }
 
 

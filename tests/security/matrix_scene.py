@@ -153,8 +153,36 @@ def _ids(
         "token": create_api_token(user=owner, name="notebook")[0].pk,
         "content_type": ContentType.objects.get_for_model(study).pk,
         **{key: item.pk for key, item in items.items()},
+        **_machine(world, items["item"]),
     }
     return {key: str(value) for key, value in ids.items()}
+
+
+def _machine(world: World, item: Item) -> dict[str, int]:
+    """A machine rater with a finished run and one kept answer (rows as a run leaves them)."""
+    from annotator.machine.models import MachineCall, MachineRater, MachineRun
+
+    rater = MachineRater.objects.create(
+        study=world.study,
+        name="llm",
+        base_url="http://127.0.0.1:9/v1",
+        model="m",
+        prompt_version="1",
+    )
+    run = MachineRun.objects.create(
+        rater=rater, round=world.round, status="succeeded", progress=100
+    )
+    call = MachineCall.objects.create(
+        run=run,
+        rater=rater,
+        item=item,
+        outcome="labeled",
+        labels={"symptom": ["hang"]},
+        structured=True,
+        messages=[{"role": "user", "content": "# Issue: x"}],
+        prompt_sha256="0" * 64,
+    )
+    return {"machine_rater": rater.pk, "machine_run": run.pk, "machine_call": call.pk}
 
 
 def _backups(study: Any, owner: Any, staff: Any) -> dict[str, str]:

@@ -113,8 +113,17 @@ def adjudicate(request: HttpRequest, item_id: int) -> HttpResponse:
         body_html=markdown_html(item.issue.body),
         issue_comments=[(c, markdown_html(c.body)) for c in comments],
         remaining=services.disagreement_queue(study=item.study).count(),
+        machine=_machine_labels(item, membership, request),
     )
     return render(request, "adjudication/adjudicate.html", context)
+
+
+def _machine_labels(item: Item, membership: Membership, request: HttpRequest) -> object:
+    """A machine rater's answers, shown beside the humans' once they are all in and unless
+    hidden (annotator/machine/visibility.py); they never enter the decision form."""
+    from annotator.machine.visibility import item_machine_labels
+
+    return item_machine_labels(item, membership, request.session)
 
 
 @require_POST

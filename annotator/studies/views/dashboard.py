@@ -68,4 +68,13 @@ def item_detail(request: HttpRequest, item_id: int) -> HttpResponse:
     # feedback page of a training round, after their own submit, and nowhere else.
     gold = GoldAnswer.objects.filter(item=item).first() if membership.sees_all_labels else None
     context = {"item": item, "annotations": shown, "membership": membership, "gold": gold}
+    context["machine"] = _machine_labels(item, membership, request)
     return render(request, "studies/item_detail.html", context)
+
+
+def _machine_labels(item: Item, membership: Membership, request: HttpRequest) -> object:
+    """A machine rater's answers for owners and adjudicators once the humans are done
+    (annotator/machine/visibility.py); None for an annotator."""
+    from annotator.machine.visibility import item_machine_labels
+
+    return item_machine_labels(item, membership, request.session)

@@ -74,8 +74,15 @@ def study_detail(request: HttpRequest, study_id: int) -> HttpResponse:
             if membership.is_owner
             else ()
         ),
+        "machine_on": membership.is_owner and _machine_on(study.pk),
     }
     return render(request, "studies/study_detail.html", context)
+
+
+def _machine_on(study_id: int) -> bool:
+    from annotator.machine.access import feature_on  # the machine app is optional to studies
+
+    return feature_on(study_id)
 
 
 def _all(membership: Membership, round: Round) -> object:
