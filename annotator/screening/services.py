@@ -10,7 +10,7 @@ import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
-from annotator.studies.models import Round, Selection, Study
+from annotator.studies.models import Item, Round, Selection, Study
 from annotator.studies.services import StudyError, create_round, select_issues
 from taxonomy_app.models import Category
 
@@ -272,15 +272,22 @@ def select_included(
         raise ScreeningError(
             f"field 'screening_round': round {screening_round.number} has no included issue yet"
         )
+    # Issues already taken into a labeling round of the study are not candidates again.
+    labelled = set(
+        Item.objects.filter(study=round.study)
+        .exclude(round__kind=Round.Kind.SCREENING)
+        .values_list("issue_id", flat=True)
+    )
     take = "all" if sample_size is None else f"random sample of {sample_size}"
     return select_issues(
         study=round.study,
         round=round,
         filters={},
+        repeat_issues=True,
         sample_size=sample_size,
         seed=seed,
         user=user,
-        issue_ids=included,
+        issue_ids=[pk for pk in included if pk not in labelled],
         source={
             "screening_round": screening_round.number,
             "included": len(included),
