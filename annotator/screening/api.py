@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotator.studies.access import MANAGERS, SEE_ALL, membership_or_404
-from annotator.studies.models import Round
+from annotator.studies.models import Round, Selection
 from annotator.studies.services import StudyError, create_round
 
 from . import services
@@ -38,7 +38,7 @@ def _plan(request: Request, study_id: int, number: int, roles: Any) -> Screening
     return plan
 
 
-class PlanInput(serializers.Serializer):
+class PlanInput(serializers.Serializer[None]):
     relevant_category = serializers.IntegerField(
         required=False, help_text="category id; default: the screening facet's 'relevant'"
     )
@@ -51,7 +51,7 @@ class PlanInput(serializers.Serializer):
     looks = serializers.IntegerField(default=1)
 
 
-class PanelOutput(serializers.Serializer):
+class PanelOutput(serializers.Serializer[dict[str, Any]]):
     """The stopping panel (`panel.Panel.as_json`)."""
 
     round = serializers.IntegerField()
@@ -75,7 +75,7 @@ class PanelOutput(serializers.Serializer):
     models = serializers.ListField(child=serializers.DictField())
 
 
-class RetrainOutput(serializers.ModelSerializer):
+class RetrainOutput(serializers.ModelSerializer[RetrainJob]):
     screening_model = serializers.IntegerField(
         source="screening_model.version", allow_null=True, default=None
     )
@@ -86,12 +86,12 @@ class RetrainOutput(serializers.ModelSerializer):
         fields += ["screening_model"]
 
 
-class AuditInput(serializers.Serializer):
+class AuditInput(serializers.Serializer[None]):
     size = serializers.IntegerField(min_value=1)
     seed = serializers.IntegerField(required=False, allow_null=True, min_value=0)
 
 
-class IncludeInput(serializers.Serializer):
+class IncludeInput(serializers.Serializer[None]):
     round = serializers.IntegerField(
         required=False, allow_null=True, help_text="round number; empty: a new main round"
     )
@@ -99,13 +99,13 @@ class IncludeInput(serializers.Serializer):
     seed = serializers.IntegerField(required=False, allow_null=True, min_value=0)
 
 
-class IncludedSelectionOutput(serializers.Serializer):
+class IncludedSelectionOutput(serializers.Serializer[Selection]):
     id = serializers.IntegerField()
     round = serializers.IntegerField(source="round.number")
     sampled = serializers.IntegerField()
     sample_size = serializers.IntegerField(allow_null=True)
     seed = serializers.IntegerField(allow_null=True)
-    source = serializers.DictField()
+    source = serializers.DictField()  # type: ignore[assignment]
     method_text = serializers.CharField()
 
 
@@ -204,9 +204,10 @@ class ScreeningIncludeApi(APIView):
             if values.get("round") is None:
                 target = create_round(study=study)
             else:
-                target = study.rounds.filter(number=values["round"]).first()
-                if target is None:
+                found = study.rounds.filter(number=values["round"]).first()
+                if found is None:
                     raise StudyError(f"field 'round': no round {values['round']} in this study")
+                target = found
             selection = services.select_included(
                 screening_round=plan.round,
                 round=target,
