@@ -35,7 +35,7 @@ def test_retraining_while_screeners_work_loses_nothing_and_keeps_k() -> None:
     def screen(person) -> None:  # type: ignore[no-untyped-def]
         try:
             start.wait()
-            while (assignment := sw.screen(person)) is not None:
+            while sw.screen(person) is not None:
                 submitted[person.pk] += 1
         except BaseException as error:
             errors.append(error)
