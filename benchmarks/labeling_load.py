@@ -116,6 +116,12 @@ def setup(items: int, annotators: int, prioritised: bool = False) -> dict[str, A
         ranked = list(Item.objects.filter(round=round).values_list("pk", flat=True))
         random.Random(1).shuffle(ranked)
         write_ranks(round.pk, ranked)
+        # As after a first retrain: the hook then only counts decisions between retrains.
+        from annotator.screening.models import ScreeningModel
+
+        ScreeningModel.objects.create(
+            round=round, version=1, model="tfidf-svm", seed=1, training_hash="benchmark"
+        )
     schema = codebook_schema(version)
     first = label_sets(schema, 1)[0]
     by_key = {f.key: f for f in schema.facets}

@@ -81,10 +81,17 @@ def decision_count(round: Round | int) -> int:
 
 
 def has_both_classes(plan: ScreeningPlan) -> bool:
-    """At least one relevant and one irrelevant item among those with a submitted screening:
-    the model can be trained (before, the order stays the seeded random one)."""
-    states = [s for s in round_items(plan) if s.submitted]
-    return any(s.relevant for s in states) and not all(s.relevant for s in states)
+    """A submitted screening that chose the relevant category and one that did not: the model
+    can be trained (before, the order stays the seeded random one). Two index probes, asked
+    after each decision until the round's first model exists."""
+    submitted = Annotation.objects.filter(
+        assignment__item__round_id=plan.round_id, status=SUBMITTED
+    )
+    category = plan.relevant_category_id
+    return (
+        submitted.filter(labels__category_id=category).exists()
+        and submitted.exclude(labels__category_id=category).exists()
+    )
 
 
 def completion_order(states: list[ItemState]) -> list[ItemState]:

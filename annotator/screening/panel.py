@@ -219,3 +219,61 @@ def _suggested(
         level,
     )
     return None if more is None else audit.audited + more
+
+
+# --- simulation on a finished round --------------------------------------------------------------
+SIMULATE_MAX_ITEMS = 5000  # beyond this, the request would run long: the command does it
+
+
+@dataclass
+class RoundSimulation:
+    n_issues: int
+    n_relevant: int
+    values: dict[str, float]  # wss@95, wss@100, erf@10, atd and random_ + each
+    curve: list[float]
+    random_curve: list[float]
+    inputs_sha256: str
+
+    @property
+    def figures(self) -> dict[str, float]:
+        """The values under names a template can read (no "@")."""
+        return {key.replace("@", "_at_"): value for key, value in self.values.items()}
+
+
+def simulate_round(plan: ScreeningPlan) -> RoundSimulation:
+    """Replay the round's screened items with their decisions (simulate.py, the round's model,
+    seed and retrain interval, one run): what prioritising would have saved on this round.
+    Raises ValueError, in words, when the round is not finished or too large for a page."""
+    from .retrain import texts
+    from .simulate import simulate
+
+    states = [s for s in round_items(plan) if s.complete]
+    if not plan.round.is_closed and len(states) < len(round_items(plan)):
+        raise ValueError(
+            f"round {plan.round.number} is not finished: simulate once every item is screened "
+            "or the round is closed"
+        )
+    if len(states) > SIMULATE_MAX_ITEMS:
+        raise ValueError(
+            f"{len(states)} screened items: run `manage.py simulate_screening` on an export "
+            f"(pages simulate up to {SIMULATE_MAX_ITEMS})"
+        )
+    labels = [int(s.relevant) for s in states]
+    done = simulate(
+        texts([s.issue_id for s in states]),
+        labels,
+        model=plan.model if plan.model != "random" else "tfidf-svm",
+        seed=plan.seed,
+        every=plan.retrain_every,
+    )
+    keys = ("wss@95", "wss@100", "erf@10", "atd")
+    values = {key: done.mean(key) for key in keys}
+    values |= {f"random_{key}": done.mean(f"random_{key}") for key in keys}
+    return RoundSimulation(
+        n_issues=done.n_issues,
+        n_relevant=done.n_relevant,
+        values=values,
+        curve=done.curve().tolist(),
+        random_curve=done.curve(baseline=True).tolist(),
+        inputs_sha256=done.inputs_sha256,
+    )

@@ -22,7 +22,7 @@ from . import services
 from .charts import recall_chart, recall_svg
 from .forms import AuditForm, IncludeForm, PlanForm
 from .models import RetrainJob, ScreeningPlan
-from .panel import Panel, screening_panel
+from .panel import Panel, RoundSimulation, screening_panel, simulate_round
 
 
 def panel_url(round: Round) -> str:
@@ -87,7 +87,18 @@ def screening_panel_page(request: HttpRequest, study_id: int, number: int) -> Ht
             response.status_code = HttpResponseStopPolling.status_code
         return response
     panel = screening_panel(plan)
+    simulation, simulation_error, simulation_chart = None, "", ""
+    if request.GET.get("simulate"):
+        try:
+            simulation = simulate_round(plan)
+        except ValueError as error:
+            simulation_error = str(error)
+        else:
+            simulation_chart = _simulation_chart(simulation)
     context = {
+        "simulation": simulation,
+        "simulation_error": simulation_error,
+        "simulation_chart": simulation_chart,
         "study": study,
         "plan": plan,
         "panel": panel,
@@ -114,6 +125,21 @@ def _chart(panel: Panel) -> str:
     )
     svg = recall_svg(chart).decode("utf-8")
     return mark_safe(svg)
+
+
+def _simulation_chart(simulation: RoundSimulation) -> str:
+    chart = recall_chart(
+        [("prioritised", simulation.curve), ("random order", simulation.random_curve)],
+        relevant=max(simulation.n_relevant, 1),
+        title="Simulated recall on this round's decisions",
+        summary=(
+            f"WSS@95 {simulation.values['wss@95']:.3f} against "
+            f"{simulation.values['random_wss@95']:.3f} in random order, over "
+            f"{simulation.n_issues} screened issues"
+        ),
+    )
+    # charts.py escapes every text it writes into the SVG.
+    return mark_safe(recall_svg(chart).decode("utf-8"))
 
 
 @require_POST

@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from annotator.screening.models import ScreeningAudit, ScreeningPlan
-from annotator.screening.panel import screening_panel
+from annotator.screening.panel import screening_panel, simulate_round
 from annotator.screening.retrain import retrain
 from annotator.screening.services import ScreeningError, draw_audit, select_included
 from annotator.studies.models import Assignment, Item, Round, Selection
@@ -219,3 +219,21 @@ def test_the_api_takes_the_included_issues_into_a_new_main_round(client) -> None
     body = made.json()
     assert body["sampled"] == 4 and body["source"]["take"] == "random sample of 4"
     assert Round.objects.get(study=sw.study, number=body["round"]).kind == "main"
+
+
+def test_a_finished_round_simulates_on_its_page(client) -> None:  # type: ignore[no-untyped-def]
+    sw = screening_world(n=80, share=0.2)
+    a, b = sw.screeners
+    url = reverse("screening:panel", args=[sw.study.pk, sw.world.round.number])
+    client.force_login(sw.world.owner)
+    sw.screen(a), sw.screen(b)
+    early = client.get(url + "?simulate=1").content.decode()
+    assert "round 2 is not finished" in early
+    for _ in range(80):
+        sw.screen(a), sw.screen(b)
+    page = client.get(url + "?simulate=1").content.decode()
+    assert "Replaying the 80 screened issues (16 relevant)" in page
+    result = simulate_round(_plan(sw))
+    assert result.values["wss@95"] > result.values["random_wss@95"] + 0.2
+    assert f"WSS@95 {result.values['wss@95']:.3f}" in page
+    assert len(result.curve) == 81 and result.curve[-1] == 16
