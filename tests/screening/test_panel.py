@@ -237,3 +237,26 @@ def test_a_finished_round_simulates_on_its_page(client) -> None:  # type: ignore
     assert result.values["wss@95"] > result.values["random_wss@95"] + 0.2
     assert f"WSS@95 {result.values['wss@95']:.3f}" in page
     assert len(result.curve) == 81 and result.curve[-1] == 16
+
+
+def test_the_methods_paragraph_reports_the_screening_round() -> None:
+    from annotator.exports.dataset import methods_facts
+    from annotator.exports.methods import methods_latex, methods_markdown
+
+    sw = screening_world(n=20, share=0.5)
+    a, b = sw.screeners
+    for _ in range(6):
+        sw.screen(a), sw.screen(b)
+    facts = methods_facts(sw.study)
+    assert len(facts.screening) == 1 and facts.screening[0].screened == 6
+    text = methods_markdown(facts)
+    assert (
+        "Screening round 2 ordered the candidates by a tfidf-svm model retrained after every 10 decisions"
+        in text
+    )
+    assert (
+        "Of 20 candidate issues (0 duplicates removed), 6 were screened (0 of them in the random audit)"
+        in text
+    )
+    assert "testing whether recall is below 95% at p < 0.05" in text
+    assert r"95\%" in methods_latex(facts)
