@@ -165,14 +165,12 @@ class ScreeningRetrainApi(APIView):
             raise _refuse(error) from error
         return Response(RetrainOutput(job).data, status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(responses={200: RetrainOutput})
+    @extend_schema(responses={200: RetrainOutput(many=True)})
     def get(self, request: Request, study_id: int, number: int) -> Response:
-        """The latest retrain job of the round."""
+        """The round's retrain jobs, latest first (the last 20)."""
         plan = _plan(request, study_id, number, SEE_ALL)
-        job = RetrainJob.objects.filter(round=plan.round).order_by("-created_at", "-pk").first()
-        if job is None:
-            raise NotFound("no retrain yet")
-        return Response(RetrainOutput(job).data)
+        jobs = RetrainJob.objects.filter(round=plan.round).select_related("screening_model")
+        return Response(RetrainOutput(jobs.order_by("-created_at", "-pk")[:20], many=True).data)
 
 
 class ScreeningAuditApi(APIView):
