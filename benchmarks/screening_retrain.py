@@ -63,7 +63,53 @@ def run_size(issues: int, screened: int, relevant: float) -> dict[str, Any]:
                 "ranked": model.n_ranked,
             }
         )
-    return {"issues": issues, "screened": screened, "setup_seconds": round(built, 1), "runs": runs}
+    latency = next_item_latency(round_id)
+    return {
+        "issues": issues,
+        "screened": screened,
+        "setup_seconds": round(built, 1),
+        "runs": runs,
+        "next_item_ms": latency,
+    }
+
+
+def next_item_latency(round_id: int, calls: int = 300) -> dict[str, dict[str, float]]:
+    """next_assignment's time (ms, p50 and p95 of `calls`, each rolled back) for the second
+    screener in the ranked round, then with its ranks removed (the seeded random order)."""
+    import statistics
+
+    from django.contrib.auth.models import User
+    from django.db import transaction
+
+    from annotator.studies.models import Round, ScreeningRank
+    from annotator.studies.services import next_assignment
+
+    round = Round.objects.select_related("study").get(pk=round_id)
+    other = User.objects.create_user("bench-screener-2")
+    from annotator.studies.models import Membership
+
+    Membership.objects.create(study=round.study, user=other, role=Membership.Role.ANNOTATOR)
+    out = {}
+    for name in ("prioritised", "random"):
+        if name == "random":
+            ScreeningRank.objects.filter(round=round).delete()
+        times = []
+        for _ in range(calls):
+            with transaction.atomic():
+                tick = time.perf_counter()
+                next_assignment(study=round.study, annotator=other)
+                times.append((time.perf_counter() - tick) * 1000)
+                transaction.set_rollback(True)
+        times.sort()
+        out[name] = {
+            "p50": round_ms(statistics.median(times)),
+            "p95": round_ms(times[int(0.95 * len(times)) - 1]),
+        }
+    return out
+
+
+def round_ms(value: float) -> float:
+    return float(f"{value:.3f}")
 
 
 def build(issues: int, screened: int, relevant: float, make_issues: Any) -> int:
@@ -186,6 +232,12 @@ def report(results: list[dict[str, Any]]) -> None:
             f"{first['wall_seconds']} s (features {first['features_seconds']} s), then "
             f"{second['wall_seconds']} s (features kept: {second['features_seconds']} s, train "
             f"and rank {second['train_rank_seconds']} s){verdict}"
+        )
+        lat = r["next_item_ms"]
+        print(
+            f"{r['issues']:>7} issues: next item p50/p95 prioritised "
+            f"{lat['prioritised']['p50']}/{lat['prioritised']['p95']} ms, random "
+            f"{lat['random']['p50']}/{lat['random']['p95']} ms"
         )
     last = results[-1]
     first, second = last["runs"]
