@@ -247,11 +247,18 @@ def free_slot(study_id: int, annotator_id: int) -> FreeSlot | None:
 
     The partial index item_pool holds exactly these rows in this order, so the scan stops at
     the first item the annotator was never given. Rounds are numbered in creation order, so
-    round_id orders them without a join. The rank and the round's "ranked" flag are read for
+    round_id orders them without a join. The lock is FOR NO KEY UPDATE — what the UPDATE of
+    the item's counter takes anyway —, which conflicts with another hand-out's but not with the
+    KEY SHARE locks that rows referencing the item take: a retrain writing the round's ranks
+    (a foreign key to every ranked item) would otherwise hide every ranked item from SKIP LOCKED
+    until it commits, and screeners would be told nothing is left. The rank and the round's
+    "ranked" flag are read for
     the one row returned (two index probes of ScreeningRank), so that next_assignment asks for
     the top-ranked item only in a ranked round."""
     with connection.cursor() as cursor:
-        cursor.execute(_FREE_ITEM + lock_clause("i", skip_locked=True), [study_id, annotator_id])
+        cursor.execute(
+            _FREE_ITEM + lock_clause("i", skip_locked=True, no_key=True), [study_id, annotator_id]
+        )
         row = cursor.fetchone()
     if row is None:
         return None
@@ -283,7 +290,9 @@ def top_ranked_item(round_id: int, annotator_id: int) -> tuple[int, int] | None:
     the index screening_rank_order and stops at the first free item: the items screened since
     the last retrain, still at the top, are passed over (at most a retrain's worth)."""
     with connection.cursor() as cursor:
-        cursor.execute(_TOP_RANKED + lock_clause("i", skip_locked=True), [round_id, annotator_id])
+        cursor.execute(
+            _TOP_RANKED + lock_clause("i", skip_locked=True, no_key=True), [round_id, annotator_id]
+        )
         row = cursor.fetchone()
     return None if row is None else (int(row[0]), int(row[1]))
 

@@ -29,7 +29,7 @@ def orm_free_slot(study_id: int, annotator_id: int) -> sql.FreeSlot | None:
 
 def orm_top_ranked_item(round_id: int, annotator_id: int) -> tuple[int, int] | None:
     row = (
-        Item.objects.select_for_update(skip_locked=True, of=("self",))
+        Item.objects.select_for_update(skip_locked=True, of=("self",), no_key=True)
         .filter(screening_rank__round_id=round_id, active_count__lt=F("quota"))
         .exclude(assignments__annotator_id=annotator_id)
         .order_by("screening_rank__rank")
