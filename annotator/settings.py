@@ -448,6 +448,11 @@ CELERY_BEAT_SCHEDULE["redispatch-waiting-jobs"] = {
 }
 # taxonomy_app counts and moves labels through this hook (taxonomy_app/usage.py).
 TAXONOMY_LABEL_USAGE = "annotator.studies.usage.StudyLabelUsage"
+# A decision in a screening round reaches the screening app through this hook (it may start a
+# retrain; annotator/studies/services/annotation.py after_screening_decision).
+STUDIES_SCREENING_DECISION_HOOK = "annotator.screening.services.after_screening_decision"
+# A retrain job's time limit (its round's features are kept under MEDIA_ROOT/screening/).
+SCREENING_TIME_LIMIT_SECONDS = env_int("SCREENING_TIME_LIMIT_SECONDS", 1800)
 # …and checks codebook uploads through this one (taxonomy_app/uploads.py; NUL escapes too).
 TAXONOMY_UPLOAD_CHECK = "annotator.codebook_uploads.check_codebook_upload"
 

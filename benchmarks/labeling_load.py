@@ -6,6 +6,13 @@ submit (htmx), whose answer names the next item (HX-Redirect). See benchmarks/RE
 
     .venv/bin/python benchmarks/labeling_load.py [--annotators 50] [--think 2.0]
         [--think-seconds 60] [--saturation-seconds 30] [--workers 4] [--items 5000] [--keep]
+        [--prioritised]
+
+--prioritised labels a prioritised screening round instead of a main round: the items are
+handed out in the order of a table of ranks (as after a retrain; studies/sql.py
+top_ranked_item) and every submit wakes the screening hook (a decision count, the retrain job
+queued: no worker runs it here). Compare its next-item p95 with a run without the flag.
+Results go to labeling_load_prioritised.json.
 
 Requests go only to 127.0.0.1, from a bounded pool of threads, for a bounded time.
 """
@@ -40,7 +47,7 @@ REFERENCE = "Label Studio 1.23 under gunicorn here: 7 loops/s, p95 ~6 s"
 
 
 # --- setup (runs in a child process with Django) ----------------------------------------------
-def setup(items: int, annotators: int) -> dict[str, Any]:
+def setup(items: int, annotators: int, prioritised: bool = False) -> dict[str, Any]:
     """Codebook, `items` issues with comments (bodies from the demo threads), a k = 2 study
     with every issue selected, and the annotators. Returns what the load clients need."""
     import django
@@ -97,7 +104,24 @@ def setup(items: int, annotators: int) -> dict[str, Any]:
     Membership.objects.bulk_create(
         Membership(study=study, user=u, role=Membership.Role.ANNOTATOR) for u in people
     )
-    select_issues(study=study, round=study.rounds.get(), filters={}, seed=1, user=owner)
+    round = study.rounds.get()
+    if prioritised:
+        from annotator.screening.services import start_screening_round
+        from annotator.screening.sql import write_ranks
+        from annotator.studies.models import Item
+
+        round = start_screening_round(study=study, user=owner, seed=1).round
+    select_issues(study=study, round=round, filters={}, seed=1, user=owner)
+    if prioritised:
+        ranked = list(Item.objects.filter(round=round).values_list("pk", flat=True))
+        random.Random(1).shuffle(ranked)
+        write_ranks(round.pk, ranked)
+        # As after a first retrain: the hook then only counts decisions between retrains.
+        from annotator.screening.models import ScreeningModel
+
+        ScreeningModel.objects.create(
+            round=round, version=1, model="tfidf-svm", seed=1, training_hash="benchmark"
+        )
     schema = codebook_schema(version)
     first = label_sets(schema, 1)[0]
     by_key = {f.key: f for f in schema.facets}
@@ -355,10 +379,11 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=5000)
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--keep", action="store_true", help="keep the database")
+    parser.add_argument("--prioritised", action="store_true", help="a prioritised screening round")
     parser.add_argument("--setup-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.setup_only:
-        print(json.dumps(setup(args.items, args.annotators)))
+        print(json.dumps(setup(args.items, args.annotators, args.prioritised)))
         return
     url = os.environ.get("DATABASE_URL") or DEFAULT_URL
     env = {
@@ -374,6 +399,7 @@ def main() -> None:
     python = str(ROOT / ".venv" / "bin" / "python")
     subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     sizes = ["--items", str(args.items), "--annotators", str(args.annotators)]
+    sizes += ["--prioritised"] if args.prioritised else []
     made = subprocess.run(
         [python, __file__, "--setup-only", *sizes],
         cwd=ROOT,
@@ -407,9 +433,11 @@ def report(args: argparse.Namespace, results: dict[str, Any]) -> None:
         "workers": args.workers,
         "cores": os.cpu_count(),
         "items": args.items,
+        "prioritised": args.prioritised,
     }
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2))
+    out = RESULTS.with_name("labeling_load_prioritised.json") if args.prioritised else RESULTS
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(results, indent=2))
     print(
         f"{args.annotators} annotators, gunicorn {args.workers} sync workers, "
         f"{os.cpu_count()} cores, load average before {results['load_before']:.2f}"

@@ -18,6 +18,7 @@ from annotator.accounts.services import create_api_token
 from annotator.adjudication.services import post_comment, release_item
 from annotator.agreement.services import run_agreement_run, start_agreement_run
 from annotator.exports.services import run_export_job, start_export_job
+from annotator.screening.services import start_screening_round
 from annotator.studies import sql
 from annotator.studies.models import Item, Membership, Round
 from annotator.studies.services import (
@@ -147,6 +148,8 @@ def main_pages() -> MainPages:
         user=first,
         labels=scene.world.labels(screening="relevant", symptom="oom"),
     )
+    # A screening round with its plan declared (no items: the annotate page's queue is kept).
+    screening = start_screening_round(study=study, user=owner, seed=3).round
     create_api_token(user=owner, name="notebook", days=30)
     invitation = create_invitation(study=study, user=owner)
     uid = urlsafe_base64_encode(force_bytes(owner.pk))
@@ -179,6 +182,8 @@ def main_pages() -> MainPages:
             OWNER,
             reverse("exports:analysis_issues", args=[s]) + "?label=symptom:hang",
         ),
+        Page("new screening round", OWNER, reverse("screening:new", args=[s])),
+        Page("screening panel", OWNER, reverse("screening:panel", args=[s, screening.number])),
         Page("codebook list", OWNER, reverse("taxonomy:list")),
         Page("codebook", OWNER, reverse("taxonomy:codebook", args=[published.codebook_id])),
         Page("codebook version", OWNER, reverse("taxonomy:version", args=[published.pk])),

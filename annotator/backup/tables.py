@@ -36,6 +36,7 @@ from annotator.agreement.models import (
 from annotator.exports.models import ExportJob, Pseudonym
 from annotator.issues.models import Issue, IssueComment, Repository, RepositoryAlias
 from annotator.machine.models import MachineCall, MachineRater, MachineRun
+from annotator.screening.models import ScreeningAudit, ScreeningModel, ScreeningPlan
 from annotator.studies.models import (
     Annotation,
     AnnotationLabel,
@@ -285,6 +286,27 @@ TABLES: list[Table] = [
         _by(MachineCall, "rater__study"),
         added_in=("machine", "0001_initial"),
     ),
+    # A screening round's declared plan and rule, each retrain's model record and the audit:
+    # what the methods section reports of the screening.
+    Table(
+        "screening.screeningplan",
+        ScreeningPlan,
+        _by(ScreeningPlan, "round__study"),
+        added_in=("screening", "0001_screening_rounds"),
+    ),
+    Table(
+        "screening.screeningmodel",
+        ScreeningModel,
+        _by(ScreeningModel, "round__study"),
+        added_in=("screening", "0001_screening_rounds"),
+    ),
+    Table(
+        "screening.screeningaudit",
+        ScreeningAudit,
+        _by(ScreeningAudit, "round__study"),
+        json_refs={"order": ((("*",), "studies.item"),)},
+        added_in=("screening", "0001_screening_rounds"),
+    ),
     # Export records keep their counts, filters and dataset card; files are not archived (they
     # are derived from the labels and decisions, and can be exported again).
     Table("exports.exportjob", ExportJob, _by(ExportJob, "study"), exclude=("file",)),
@@ -305,6 +327,11 @@ NOT_ARCHIVED = {
     "backup.backupjob": "the backups themselves: a record of making or restoring an archive",
     "issues.syncstate": "where the GitHub sync of a repository stands: the server's, not a study's",
     "issues.syncjob": "a run of the GitHub sync of a repository: the server's, not a study's",
+    "studies.screeningrank": (
+        "the latest order of a screening round's unscreened items: derived from the decisions "
+        "by the next retrain (the models that made it are archived)"
+    ),
+    "screening.retrainjob": "a run of the retrain job: its result is the archived model record",
     "issues.issuerevision": (
         "earlier texts of shared issues replaced by imports and syncs: the server's record of "
         "its corpus, not a study's (an archive carries the issues' texts as they are)"

@@ -38,6 +38,7 @@ from .methods import (
     FacetFacts,
     MethodsFacts,
     RoundFacts,
+    ScreeningFacts,
     SelectionFacts,
     agreement_facts,
 )
@@ -149,7 +150,40 @@ def methods_facts(study: Study) -> MethodsFacts:
         items=items.count(),
         decisions=sources,
         reasons=reasons,
+        screening=_screening(study),
     )
+
+
+def _screening(study: Study) -> list[ScreeningFacts]:
+    """Each screening round's plan and counts, as its stopping panel has them."""
+    from annotator.screening.models import ScreeningPlan
+    from annotator.screening.panel import screening_panel
+
+    out = []
+    plans = ScreeningPlan.objects.filter(round__study=study).select_related(
+        "round", "relevant_category__facet"
+    )
+    for plan in plans.order_by("round__number"):
+        panel = screening_panel(plan)
+        out.append(
+            ScreeningFacts(
+                round=plan.round.number,
+                prioritised=plan.prioritised,
+                model=plan.model,
+                retrain_every=plan.retrain_every,
+                seed=plan.seed,
+                target=plan.target_recall,
+                alpha=plan.alpha,
+                declared=f"{plan.declared_at:%Y-%m-%d}",
+                candidates=panel.prisma.candidates,
+                duplicates_removed=panel.prisma.duplicates_removed,
+                screened=panel.prisma.screened,
+                audited=panel.prisma.audited,
+                included=panel.prisma.included,
+                verdict=panel.verdict,
+            )
+        )
+    return out
 
 
 @dataclass

@@ -89,6 +89,27 @@ class MethodsFacts:
     items: int
     decisions: Mapping[str, int]  # source → count
     reasons: Mapping[str, int]  # reason label → count, of adjudicated decisions
+    screening: Sequence[ScreeningFacts] = ()
+
+
+@dataclass(frozen=True)
+class ScreeningFacts:
+    """A screening round's plan and PRISMA-style counts (annotator/screening/panel.py)."""
+
+    round: int
+    prioritised: bool
+    model: str
+    retrain_every: int
+    seed: int
+    target: float
+    alpha: float
+    declared: str  # the date the plan and stopping rule were declared
+    candidates: int
+    duplicates_removed: int
+    screened: int
+    audited: int
+    included: int
+    verdict: str  # the stopping panel's words
 
 
 @dataclass(frozen=True)
@@ -299,7 +320,26 @@ def methods_sentences(facts: MethodsFacts, s: Style) -> list[str]:
     out.append(labelling_sentence(facts, s))
     out += agreement_sentences(facts, s)
     out.append(decisions_sentence(facts, s))
+    out += [screening_sentence(f, s) for f in facts.screening]
     return out
+
+
+def screening_sentence(f: ScreeningFacts, s: Style) -> str:
+    order = (
+        f"ordered the candidates by a {f.model} model retrained after every "
+        f"{_count(f.retrain_every, 'decision')} (most likely relevant first, seed {f.seed})"
+        if f.prioritised
+        else f"screened the candidates in a seeded random order (seed {f.seed})"
+    )
+    text = (
+        f"Screening round {f.round} {order}; its stopping rule, declared on {f.declared} before "
+        f"the first decision, was a random audit of the unscreened pool testing whether recall "
+        f"is below {f.target:.0%} at p < {f.alpha:g} (Callaghan and Müller-Hansen, 2020). Of "
+        f"{_count(f.candidates, 'candidate issue')} ({f.duplicates_removed:,} duplicates "
+        f"removed), {f.screened:,} were screened ({f.audited:,} of them in the random audit) and "
+        f"{f.included:,} included; the panel's verdict: {f.verdict.replace('≥', 'at least')}."
+    )
+    return s.text(text)
 
 
 def methods_markdown(facts: MethodsFacts) -> str:

@@ -45,11 +45,16 @@ class RecallChart:
     lines: list[Line]
     x_ticks: list[tuple[float, str]]
     y_ticks: list[tuple[float, str]]
-    target_y: float
+    target_y: float | None  # the 95% recall line; None draws none (a curve of found so far)
 
 
 def recall_chart(
-    curves: Sequence[tuple[str, Sequence[float]]], *, relevant: int, title: str, summary: str
+    curves: Sequence[tuple[str, Sequence[float]]],
+    *,
+    relevant: int,
+    title: str,
+    summary: str,
+    target: bool = True,
 ) -> RecallChart:
     """The geometry: each (name, found(k) for k = 0 … N) curve as a line, first solid, then
     dashed; ticks at quarters of N and of R."""
@@ -70,7 +75,7 @@ def recall_chart(
         lines=lines,
         x_ticks=[(_x(q * n, n), f"{round(q * n):,}") for q in quarters],
         y_ticks=[(_y(q * relevant, relevant), f"{q:.0%}") for q in quarters],
-        target_y=_y(0.95 * relevant, relevant),
+        target_y=_y(0.95 * relevant, relevant) if target else None,
     )
 
 
@@ -102,11 +107,14 @@ def recall_svg(chart: RecallChart) -> bytes:
         f'<text x="{LEFT}" y="{TOP - 18}" font-size="{TITLE_SIZE}" font-weight="bold" '
         f'fill="{TEXT}">{escape(chart.title)}</text>',
         *_svg_axes(chart),
-        f'<line x1="{LEFT}" y1="{chart.target_y}" x2="{WIDTH - RIGHT}" y2="{chart.target_y}" '
-        f'stroke="{TARGET}" stroke-dasharray="2 3"/>',
-        f'<text x="{LEFT + 6}" y="{chart.target_y - 4}" font-size="{TEXT_SIZE}" '
-        f'fill="{TEXT}">95% recall</text>',
     ]
+    if chart.target_y is not None:
+        parts += [
+            f'<line x1="{LEFT}" y1="{chart.target_y}" x2="{WIDTH - RIGHT}" '
+            f'y2="{chart.target_y}" stroke="{TARGET}" stroke-dasharray="2 3"/>',
+            f'<text x="{LEFT + 6}" y="{chart.target_y - 4}" font-size="{TEXT_SIZE}" '
+            f'fill="{TEXT}">95% recall</text>',
+        ]
     for line in chart.lines:
         path = " ".join(f"{x:g},{y:g}" for x, y in line.points)
         dash = f' stroke-dasharray="{DASH[0]} {DASH[1]}"' if line.dashed else ""
@@ -172,9 +180,11 @@ def recall_png(chart: RecallChart) -> bytes:
     font, bold = _font(TEXT_SIZE), _font(TITLE_SIZE)
     draw.text((LEFT * s, (TOP - 30) * s), chart.title, fill=TEXT, font=bold)
     _png_axes(image, draw, chart, font)
-    _dashed(draw, [(LEFT, chart.target_y), (WIDTH - RIGHT, chart.target_y)], TARGET, 1, (2, 3))
-    target_label = ((LEFT + 6) * s, (chart.target_y - 4) * s)
-    draw.text(target_label, "95% recall", fill=TEXT, font=font, anchor="ls")
+    if chart.target_y is not None:
+        target = chart.target_y
+        _dashed(draw, [(LEFT, target), (WIDTH - RIGHT, target)], TARGET, 1, (2, 3))
+        target_label = ((LEFT + 6) * s, (target - 4) * s)
+        draw.text(target_label, "95% recall", fill=TEXT, font=font, anchor="ls")
     for i, line in enumerate(chart.lines):
         if line.dashed:
             _dashed(draw, line.points, line.colour, 2, DASH)

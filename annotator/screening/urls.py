@@ -1,5 +1,29 @@
-from django.urls import URLPattern
+from django.urls import path
+
+from . import views
 
 app_name = "screening"
 
-urlpatterns: list[URLPattern] = []  # the screening pages join as they are built
+urlpatterns = [
+    path("studies/<int:study_id>/new/", views.screening_new, name="new"),
+    path(
+        "studies/<int:study_id>/rounds/<int:number>/",
+        views.screening_panel_page,
+        name="panel",
+    ),
+    path(
+        "studies/<int:study_id>/rounds/<int:number>/retrain/",
+        views.screening_retrain,
+        name="retrain",
+    ),
+    path(
+        "studies/<int:study_id>/rounds/<int:number>/audit/",
+        views.screening_audit,
+        name="audit",
+    ),
+    path(
+        "studies/<int:study_id>/rounds/<int:number>/include/",
+        views.screening_include,
+        name="include",
+    ),
+]

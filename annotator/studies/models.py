@@ -176,6 +176,9 @@ class Round(models.Model):
         CALIBRATION = "calibration", "calibration (every annotator labels every item)"
         MAIN = "main", "main (k annotators per item)"
         TRAINING = "training", "training (every annotator; the gold answer shown after submitting)"
+        # Screening decides which issues are studied at all (the codebook's screening facet);
+        # k screeners per item, and an optional prioritised order (annotator/screening).
+        SCREENING = "screening", "screening (k screeners per item; may be prioritised)"
 
     # Kinds in which every annotator labels every item (the quota follows the membership).
     EVERY_ANNOTATOR = (Kind.CALIBRATION, Kind.TRAINING)
@@ -242,6 +245,10 @@ class Selection(models.Model):
     reliability_share = models.PositiveSmallIntegerField(null=True, blank=True)
     reliability_seed = models.BigIntegerField(null=True, blank=True)
     reliability_strata = models.JSONField(default=dict, blank=True)
+    # Where the candidates came from when not from the whole corpus: the issues a screening
+    # round included, {"screening_round": n, "included": n, "take": "all" | "random sample"}
+    # (annotator/screening/services.py select_included). Empty for a filter selection.
+    source = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -268,6 +275,13 @@ class Selection(models.Model):
         filters = filters_in_words(self.filters, self._filter_names)
         where = f"round {self.round.number}" if self.repeat_issues else "the study"
         text = f"Issues matching {filters or 'no filter'}, not already in {where}: {self.matched}."
+        if self.source.get("screening_round"):
+            text = (
+                f"Issues included by screening round {self.source['screening_round']}"
+                f" ({self.source.get('included', self.matched)}), not already in {where}:"
+                f" {self.matched}; taken {self.source.get('take', 'all')}, never in the"
+                " screening model's order."
+            )
         if self.sample_size is not None:
             how = (
                 "stratified by repository (proportional allocation, largest remainder)"
@@ -394,6 +408,10 @@ class Assignment(models.Model):
     # Last sign of work (open, draft save); the timeout counts from here.
     touched_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # In a prioritised screening round: the item's rank (1 = most likely relevant, or the
+    # audit's draw order) in the table of ranks when it was handed out; None elsewhere, and
+    # while the round's order is still the seeded random one (no model trained yet).
+    screening_rank = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["assigned_at", "pk"]
@@ -420,6 +438,29 @@ class Assignment(models.Model):
         changed = self.item.issue.changed_at
         submitted = annotation.submitted_at if annotation is not None else None
         return bool(changed and submitted and changed > submitted)
+
+
+class ScreeningRank(models.Model):
+    """The latest order of a prioritised screening round's unscreened items: rank 1 first.
+
+    Written whole, in one statement, by the screening app's retrain job and by an audit draw
+    (annotator/screening/sql.py write_ranks); read by next_assignment (studies/sql.py
+    top_ranked_item) once the item it would hand out otherwise is a fresh item of the round.
+    It lives here, beside Item, because the hand-out reads it and studies imports no other
+    app that owns it. A round without rows is handed out in its seeded random order."""
+
+    item = models.OneToOneField(
+        Item, on_delete=models.CASCADE, primary_key=True, related_name="screening_rank"
+    )
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="+")
+    rank = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["round_id", "rank"]
+        indexes = [models.Index(fields=["round", "rank"], name="screening_rank_order")]
+
+    def __str__(self) -> str:
+        return f"rank {self.rank} of item {self.item_id}"
 
 
 class AnnotationQuerySet(models.QuerySet["Annotation"]):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import connection
 
@@ -24,7 +24,16 @@ from annotator.issues.models import Issue, IssueComment, Repository
 from annotator.sql import Columns, Table, insert, lock_clause, replace_rows
 from taxonomy_app.models import CodebookVersion
 
-from .models import Annotation, AnnotationLabel, Assignment, Item, Membership, Round, Study
+from .models import (
+    Annotation,
+    AnnotationLabel,
+    Assignment,
+    Item,
+    Membership,
+    Round,
+    ScreeningRank,
+    Study,
+)
 
 Status = Assignment.Status
 
@@ -203,8 +212,12 @@ def open_assignment(study_id: int, annotator_id: int) -> Assignment | None:
 
 _given = Table(Assignment, "g")
 _shut = Table(Round, "c")
+_k = Table(ScreeningRank, "k")
 _FREE_ITEM = (
-    f"SELECT {_i.id} FROM {_i}"
+    f"SELECT {_i.id}, {_i.round}, {_i.active_count},"
+    f" (SELECT {_k.rank} FROM {_k} WHERE {_k.item} = {_i.id}),"
+    f" EXISTS (SELECT 1 FROM {_k} WHERE {_k.round} = {_i.round})"
+    f" FROM {_i}"
     f" WHERE {_i.study} = %s AND {_i.active_count} < {_i.quota} AND NOT EXISTS"
     f" (SELECT 1 FROM {_given} WHERE {_given.item} = {_i.id} AND {_given.annotator} = %s)"
     f" AND NOT EXISTS (SELECT 1 FROM {_shut}"
@@ -215,8 +228,18 @@ _FREE_ITEM = (
 )
 
 
-def free_item(study_id: int, annotator_id: int) -> int | None:
-    """The id of the next item for the annotator — the first (training and calibration rounds
+class FreeSlot(NamedTuple):
+    """The item `free_slot` found, with what decides whether a ranked item replaces it."""
+
+    item_id: int
+    round_id: int
+    active_count: int
+    rank: int | None  # its rank in ScreeningRank, if it has one
+    ranked: bool  # its round has ranks (a prioritised screening round with a model or audit)
+
+
+def free_slot(study_id: int, annotator_id: int) -> FreeSlot | None:
+    """The next item for the annotator — the first (training and calibration rounds
     before main ones, `Item.stage`, then by round) with a free slot that was
     never given to them, in a round not closed, most submitted and live assignments first (items
     complete breadth first), then the seeded order — its row locked FOR UPDATE SKIP LOCKED
@@ -224,11 +247,54 @@ def free_item(study_id: int, annotator_id: int) -> int | None:
 
     The partial index item_pool holds exactly these rows in this order, so the scan stops at
     the first item the annotator was never given. Rounds are numbered in creation order, so
-    round_id orders them without a join."""
+    round_id orders them without a join. The lock is FOR NO KEY UPDATE — what the UPDATE of
+    the item's counter takes anyway —, which conflicts with another hand-out's but not with the
+    KEY SHARE locks that rows referencing the item take: a retrain writing the round's ranks
+    (a foreign key to every ranked item) would otherwise hide every ranked item from SKIP LOCKED
+    until it commits, and screeners would be told nothing is left. The rank and the round's
+    "ranked" flag are read for
+    the one row returned (two index probes of ScreeningRank), so that next_assignment asks for
+    the top-ranked item only in a ranked round."""
     with connection.cursor() as cursor:
-        cursor.execute(_FREE_ITEM + lock_clause("i", skip_locked=True), [study_id, annotator_id])
+        cursor.execute(
+            _FREE_ITEM + lock_clause("i", skip_locked=True, no_key=True), [study_id, annotator_id]
+        )
         row = cursor.fetchone()
-    return int(row[0]) if row else None
+    if row is None:
+        return None
+    item_id, round_id, active, rank, ranked = row
+    return FreeSlot(int(item_id), int(round_id), int(active), rank, bool(ranked))
+
+
+def free_item(study_id: int, annotator_id: int) -> int | None:
+    """The id of `free_slot`'s item, or None."""
+    slot = free_slot(study_id, annotator_id)
+    return None if slot is None else slot.item_id
+
+
+_TOP_RANKED = (
+    f"SELECT {_i.id}, {_k.rank} FROM {_k} JOIN {_i} ON {_i.id} = {_k.item}"
+    f" WHERE {_k.round} = %s AND {_i.active_count} < {_i.quota} AND NOT EXISTS"
+    f" (SELECT 1 FROM {_given} WHERE {_given.item} = {_i.id} AND {_given.annotator} = %s)"
+    f" ORDER BY {_k.rank} LIMIT 1"
+)
+
+
+def top_ranked_item(round_id: int, annotator_id: int) -> tuple[int, int] | None:
+    """(item id, rank) of the round's best-ranked item with a free slot never given to the
+    annotator, its row locked FOR UPDATE SKIP LOCKED as in `free_slot`, or None.
+
+    Asked only when `free_slot` found a fresh item (no live assignment) of a ranked round: then
+    no item of the round is half-screened and free for this annotator (those sort first), so
+    breadth first still holds and the model's order decides among fresh items. The scan walks
+    the index screening_rank_order and stops at the first free item: the items screened since
+    the last retrain, still at the top, are passed over (at most a retrain's worth)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _TOP_RANKED + lock_clause("i", skip_locked=True, no_key=True), [round_id, annotator_id]
+        )
+        row = cursor.fetchone()
+    return None if row is None else (int(row[0]), int(row[1]))
 
 
 _TAKE_SLOT = (
@@ -237,11 +303,12 @@ _TAKE_SLOT = (
 )
 
 
-def create_assignment(item_id: int, annotator_id: int) -> Assignment:
-    """A new assignment of the item to the annotator, and the item's live counter up by one
-    (the CHECK on the counters refuses a slot past the quota). Two statements without the ORM's
-    compilation of an insert and an F() update: they run on every submit that moves on."""
-    assignment = insert(Assignment(item_id=item_id, annotator_id=annotator_id))
+def create_assignment(item_id: int, annotator_id: int, *, rank: int | None = None) -> Assignment:
+    """A new assignment of the item to the annotator (with the item's screening rank, if it
+    has one), and the item's live counter up by one (the CHECK on the counters refuses a slot
+    past the quota). Two statements without the ORM's compilation of an insert and an F()
+    update: they run on every submit that moves on."""
+    assignment = insert(Assignment(item_id=item_id, annotator_id=annotator_id, screening_rank=rank))
     with connection.cursor() as cursor:
         cursor.execute(_TAKE_SLOT, [item_id])
     return assignment
@@ -280,19 +347,29 @@ def mark_submitted(assignment_id: int, now: datetime) -> None:
 
 _COUNT_SUBMIT = (
     f"UPDATE {_i.bare()} SET {_i.c('submitted_count')} = {_i.c('submitted_count')} + 1"
-    f" WHERE {_i.c('id')} = %s RETURNING {_i.c('submitted_count')} >= {_i.c('quota')}"
+    f" WHERE {_i.c('id')} = %s RETURNING {_i.c('submitted_count')} >= {_i.c('quota')},"
+    f" {_i.c('round')}, (SELECT {_shut.kind} FROM {_shut}"
+    f" WHERE {_shut.id} = {_i.bare()}.{_i.c('round')}) = %s"
 )
 
 
 def count_submit(item_id: int) -> bool:
-    """Count a first submit on its item; True when that makes the item complete. One statement
-    (the ORM's update cannot return the new count): the item's row lock it takes is held to
-    the end of the submit, so the answer stays true, and an item still waiting for annotations
-    costs no further query for its decision."""
+    """Count a first submit on its item; True when that makes the item complete (see
+    `count_submit_in`)."""
+    return count_submit_in(item_id)[0]
+
+
+def count_submit_in(item_id: int) -> tuple[bool, int, bool]:
+    """Count a first submit on its item: (whether that makes the item complete, the item's
+    round id, whether that round is a screening round). One statement (the ORM's update cannot
+    return the new count): the item's row lock it takes is held to the end of the submit, so
+    the answer stays true, and an item still waiting for annotations costs no further query
+    for its decision; the round's kind rides on it (one primary-key probe) so that a
+    screening decision can wake the retrain job without a query on every other submit."""
     with connection.cursor() as cursor:
-        cursor.execute(_COUNT_SUBMIT, [item_id])
-        (complete,) = cursor.fetchone()
-    return bool(complete)
+        cursor.execute(_COUNT_SUBMIT, [item_id, Round.Kind.SCREENING])
+        complete, round_id, screening = cursor.fetchone()
+    return bool(complete), int(round_id), bool(screening)
 
 
 _done = Table(Item, "d")

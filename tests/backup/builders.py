@@ -144,7 +144,36 @@ def rich_study() -> Built:
         rationale="The job stops at the first all-reduce.",
     )
     _machine_rater(scene, items["agreed"])
+    _screening_round(scene, deepspeed)
     return Built(scene=scene, calibration=calibration, drafter=drafter, items=items)
+
+
+def _screening_round(scene: Scene, repository: Repository) -> None:
+    """A screening round with its declared plan, a model record and an audit of its pool."""
+    from annotator.screening.models import ScreeningModel
+    from annotator.screening.services import draw_audit, start_screening_round
+
+    plan = start_screening_round(study=scene.study, user=scene.owner, seed=3, retrain_every=5)
+    for _ in range(3):
+        IssueFactory(repository=repository)
+    select_issues(
+        study=scene.study,
+        round=plan.round,
+        filters={"repository": repository.pk},
+        seed=4,
+        user=scene.owner,
+    )
+    ScreeningModel.objects.create(
+        round=plan.round,
+        version=1,
+        model="tfidf-svm",
+        params={"model": "tfidf-svm"},
+        seed=3,
+        training_hash="a" * 64,
+        vocabulary_size=10,
+        metrics={"features": "fitted"},
+    )
+    draw_audit(round=plan.round, size=2, seed=1, user=scene.owner)
 
 
 def _machine_rater(scene: Scene, item: Item) -> None:

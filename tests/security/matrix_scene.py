@@ -28,6 +28,7 @@ from annotator.agreement.services import run_agreement_run, start_agreement_run
 from annotator.backup.models import BackupJob
 from annotator.exports.services import run_export_job, start_export_job
 from annotator.issues.models import ImportJob, SyncJob
+from annotator.screening.services import start_screening_round
 from annotator.studies.models import Assignment, Item, Membership
 from annotator.studies.services import (
     add_member,
@@ -90,6 +91,9 @@ def build_scene() -> Scene:
     }
     items = {"item": decided, "item_open": mine.item, "item_released": released, "fresh": fresh}
     ids = {**_ids(world, items, mine, theirs), **_backups(world.study, world.owner, staff)}
+    # A screening round with its plan declared (its panel, retrain, audit, include routes).
+    screening = start_screening_round(study=world.study, user=world.owner, seed=1).round
+    ids["screening_round_number"] = screening.number
     return Scene(users=users, ids=ids)
 
 

@@ -84,6 +84,7 @@ IMPORTER = Rule("staff or importer", frozenset({"staff"}), 403)
 FORM_VIEW = frozenset({"GET", "HEAD", "POST", "PUT", "OPTIONS"})  # Django's FormView
 ITEM = {"item_id": "item"}
 MINE = {"assignment_id": "assignment"}
+SCREENING = {"study_id": "study", "number": "screening_round_number"}
 
 ROUTES: dict[str, Route] = {
     "home": Route(ANY_USER, ALL, ok=redirects(ALL)),
@@ -109,6 +110,12 @@ ROUTES: dict[str, Route] = {
     "studies:select": page(OWNER, GET_POST, **STUDY),
     "studies:round_close": page(OWNER, GET_POST, study_id="study", number="round_number"),
     "studies:dashboard": page(SEE_ALL, **STUDY),
+    # screening rounds: declared and run by the owner; the panel read by owner and adjudicator
+    "screening:new": page(OWNER, GET_POST, **STUDY),
+    "screening:panel": page(SEE_ALL, **SCREENING),
+    "screening:retrain": page(OWNER, POST, **SCREENING),
+    "screening:audit": page(OWNER, POST, **SCREENING),
+    "screening:include": page(OWNER, POST, **SCREENING),
     "studies:annotate_next": Route(ANNOTATOR, ALL, STUDY, ok=redirects(ALL)),
     "studies:mine": page(ANNOTATOR, **STUDY),
     "studies:item": page(MEMBER, **ITEM),  # each annotator sees their own labels only
@@ -227,6 +234,13 @@ ROUTES: dict[str, Route] = {
     "api-round-create": api(OWNER, API_POST, **STUDY),
     "api-round-close": api(OWNER, API_POST, study_id="study", number="round_number"),
     "api-item-list": api(SEE_ALL, **STUDY),
+    # REST API: screening rounds (the panel holds counts only: owners and adjudicators read it)
+    "api-screening-create": api(OWNER, API_POST, **STUDY),
+    "api-screening-panel": api(SEE_ALL, **SCREENING),
+    "api-screening-plan": api(OWNER, frozenset({"PUT", "OPTIONS"}), **SCREENING),
+    "api-screening-retrain": Route(SEE_ALL, GET | {"POST"}, SCREENING, {"POST": OWNER}),
+    "api-screening-audit": api(OWNER, API_POST, **SCREENING),
+    "api-screening-include": api(OWNER, API_POST, **SCREENING),
     "api-my-assignments": api(MEMBER, **STUDY),
     "api-selection-list": api(MEMBER, **STUDY),
     "api-invitation-list": api(OWNER, **STUDY),

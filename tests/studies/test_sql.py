@@ -101,7 +101,7 @@ def orm_open_assignment(study_id: int, annotator_id: int) -> Assignment | None:
 
 def orm_free_item(study_id: int, annotator_id: int) -> int | None:
     return (
-        Item.objects.select_for_update(skip_locked=True, of=("self",))
+        Item.objects.select_for_update(skip_locked=True, of=("self",), no_key=True)
         .filter(study_id=study_id, active_count__lt=F("quota"), round__closed_at=None)
         .exclude(assignments__annotator_id=annotator_id)
         .order_by("stage", "round_id", "-submitted_count", "-active_count", "position")

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from annotator.adjudication.services import decide_item_if_complete, record_change
 from annotator.agreement.services import on_round_progress
@@ -87,7 +89,9 @@ def submit_annotation(
     completes = not first_submit
     if first_submit:
         sql.mark_submitted(assignment.pk, timezone.now())
-        completes = sql.count_submit(assignment.item_id)
+        completes, round_id, screening = sql.count_submit_in(assignment.item_id)
+        if screening:
+            after_screening_decision(round_id)
         if completes:
             close_round_when_complete(item_id=assignment.item_id)
             on_round_progress(item_id=assignment.item_id)  # a complete round gets its run
@@ -96,6 +100,14 @@ def submit_annotation(
     if completes:
         decide_item_if_complete(item=assignment.item, schema=schema)
     return annotation
+
+
+def after_screening_decision(round_id: int) -> None:
+    """Tell the screening app, once the submit commits, that a screening round has one more
+    decision (it may start a retrain: STUDIES_SCREENING_DECISION_HOOK, a dotted path, so that
+    studies imports no app that imports it)."""
+    hook = import_string(settings.STUDIES_SCREENING_DECISION_HOOK)
+    transaction.on_commit(lambda: hook(round_id=round_id), robust=True)
 
 
 def _released(item_id: int) -> bool:

@@ -29,16 +29,24 @@ def next_assignment(*, study: Study, annotator: Any) -> Assignment | None:
     item row is taken with SELECT … FOR UPDATE SKIP LOCKED: concurrent requests each get a
     different item instead of queueing on one. The annotator's membership row is locked first,
     so two tabs of one annotator cannot take two items at once. (Statements: studies/sql.py.)
+
+    In a ranked screening round (ScreeningRank rows: a prioritised round with a trained model,
+    or an audit drawn), a fresh item gives way to the round's best-ranked free item, and the
+    assignment keeps the rank it was handed out at; a half-screened item still goes first.
     """
     if not sql.lock_annotator(study.pk, annotator.pk):
         raise StudyError("only the study's annotators are given items to label")
     current = sql.open_assignment(study.pk, annotator.pk)
     if current is not None:
         return current
-    item_id = sql.free_item(study.pk, annotator.pk)
-    if item_id is None:
+    slot = sql.free_slot(study.pk, annotator.pk)
+    if slot is None:
         return None
-    assignment = sql.create_assignment(item_id, annotator.pk)
+    item_id, rank = slot.item_id, slot.rank
+    if slot.ranked and slot.active_count == 0:
+        # The slot's own row stays locked to the commit: others skip it for a moment.
+        item_id, rank = sql.top_ranked_item(slot.round_id, annotator.pk) or (item_id, rank)
+    assignment = sql.create_assignment(item_id, annotator.pk, rank=rank)
     assignment.annotator = annotator
     return assignment
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from django.db import connection, transaction
@@ -27,12 +27,18 @@ def clean_filters(filters: Mapping[str, Any]) -> dict[str, str]:
 
 
 def candidate_issues(
-    *, study: Study, filters: Mapping[str, Any], round: Round | None = None
+    *,
+    study: Study,
+    filters: Mapping[str, Any],
+    round: Round | None = None,
+    issue_ids: Collection[int] | None = None,
 ) -> list[tuple[int, str]]:
     """(issue id, repository OWNER/NAME) of the issues matching `filters` that are not in the
     study yet; with `round`, those not in that round (an issue may come back in a later round,
-    e.g. a second calibration on items already labelled)."""
+    e.g. a second calibration on items already labelled); with `issue_ids`, only those."""
     matching = Issue.objects.matching(clean_filters(filters))
+    if issue_ids is not None:
+        matching = matching.filter(pk__in=list(issue_ids))
     if round is None:
         matching = matching.exclude(study_items__study=study)
     else:
@@ -63,6 +69,8 @@ def select_issues(
     repeat_issues: bool = False,
     reliability_share: int | None = None,
     reliability_seed: int | None = None,
+    issue_ids: Collection[int] | None = None,
+    source: Mapping[str, Any] | None = None,
 ) -> Selection:
     """Add the issues matching `filters` to `round`, or a random sample of `sample_size` of them
     (proportionally stratified by repository unless `stratify` is false), and record the
@@ -73,7 +81,10 @@ def select_issues(
     `reliability_share` (percent, main rounds): reliability on a sample. That share of the
     selected items, ⌈n·share/100⌉ drawn with `reliability_seed` (random when None) and
     stratified by repository, goes to k annotators; the other items to one annotator each,
-    marked out of the reliability sample. The share, its seed and its strata are recorded."""
+    marked out of the reliability sample. The share, its seed and its strata are recorded.
+
+    `issue_ids` restricts the candidates to those issues (the ones a screening round included)
+    and `source` records where they came from (`Selection.source`)."""
     if round.study_id != study.pk:
         raise StudyError("field 'round': choose a round of this study")
     if sample_size is not None and sample_size < 1:
@@ -83,7 +94,10 @@ def select_issues(
     if Round.objects.select_for_update().filter(pk=round.pk, closed_at__isnull=False).exists():
         raise StudyError(f"field 'round': round {round.number} is closed; choose an open round")
     candidates = candidate_issues(
-        study=study, filters=filters, round=round if repeat_issues else None
+        study=study,
+        filters=filters,
+        round=round if repeat_issues else None,
+        issue_ids=issue_ids,
     )
     seed = seed if seed is not None else secrets.randbelow(2**31)
     chosen, strata = _sample(candidates, sample_size, seed, stratify)
@@ -120,6 +134,7 @@ def select_issues(
         reliability_share=reliability_share,
         reliability_seed=reliability_seed,
         reliability_strata=double,
+        source=dict(source or {}),
         created_by=user,
     )
 

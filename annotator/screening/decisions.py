@@ -1,0 +1,109 @@
+"""What a screening round's screeners decided, item by item (read-only).
+
+An item is *screened* once all its k screeners submitted (its quota is reached); it counts as
+*relevant* when its decision (adjudication) has the round's relevant category, or, before a
+decision exists, when any screener chose it: a disagreement stays in until adjudicated, as
+screening for systematic reviews does. For training the model, an item with at least one
+submitted screening counts already (labelled the same way).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import F, Max
+
+from annotator.adjudication.models import Decision, DecisionLabel
+from annotator.studies.models import Annotation, AnnotationLabel, Item, Round
+
+from .models import ScreeningPlan
+
+SUBMITTED = Annotation.Status.SUBMITTED
+
+
+@dataclass(frozen=True)
+class ItemState:
+    item_id: int
+    issue_id: int
+    submitted: int
+    complete: bool
+    relevant: bool
+    completed_at: datetime | None
+
+
+def round_items(plan: ScreeningPlan) -> list[ItemState]:
+    """Every item of the plan's round, in item id order, with its screening state."""
+    round_id, category = plan.round_id, plan.relevant_category_id
+    chosen = set(
+        AnnotationLabel.objects.filter(
+            annotation__assignment__item__round_id=round_id,
+            annotation__status=SUBMITTED,
+            category_id=category,
+        ).values_list("annotation__assignment__item_id", flat=True)
+    )
+    decided = set(
+        Decision.objects.filter(item__round_id=round_id).values_list("item_id", flat=True)
+    )
+    decided_relevant = set(
+        DecisionLabel.objects.filter(
+            decision__item__round_id=round_id, category_id=category
+        ).values_list("decision__item_id", flat=True)
+    )
+    finished = dict(
+        Annotation.objects.filter(assignment__item__round_id=round_id, status=SUBMITTED)
+        .values("assignment__item_id")
+        .annotate(at=Max("submitted_at"))
+        .values_list("assignment__item_id", "at")
+    )
+    rows = (
+        Item.objects.filter(round_id=round_id)
+        .order_by("pk")
+        .values_list("pk", "issue_id", "submitted_count", "quota")
+    )
+    return [
+        ItemState(
+            item_id=pk,
+            issue_id=issue,
+            submitted=submitted,
+            complete=submitted >= quota,
+            relevant=(pk in decided_relevant) if pk in decided else pk in chosen,
+            completed_at=finished.get(pk) if submitted >= quota else None,
+        )
+        for pk, issue, submitted, quota in rows
+    ]
+
+
+def decision_count(round: Round | int) -> int:
+    """Submitted screenings in the round (each screener's decision on an item)."""
+    round_id = round if isinstance(round, int) else round.pk
+    return Annotation.objects.filter(assignment__item__round_id=round_id, status=SUBMITTED).count()
+
+
+def has_both_classes(plan: ScreeningPlan) -> bool:
+    """A submitted screening that chose the relevant category and one that did not: the model
+    can be trained (before, the order stays the seeded random one). Two index probes, asked
+    after each decision until the round's first model exists."""
+    submitted = Annotation.objects.filter(
+        assignment__item__round_id=plan.round_id, status=SUBMITTED
+    )
+    category = plan.relevant_category_id
+    return (
+        submitted.filter(labels__category_id=category).exists()
+        and submitted.exclude(labels__category_id=category).exists()
+    )
+
+
+def completion_order(states: list[ItemState]) -> list[ItemState]:
+    """The screened items in the order their last screening was submitted."""
+    done = [s for s in states if s.complete and s.completed_at is not None]
+    return sorted(done, key=lambda s: (s.completed_at, s.item_id))
+
+
+def incomplete_items(round_id: int) -> list[int]:
+    """Ids of the round's items still short of their quota, in id order."""
+    return list(
+        Item.objects.filter(round_id=round_id, submitted_count__lt=F("quota"))
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
