@@ -44,13 +44,17 @@ _TOKEN = re.compile(
     # A path: two or more separators with names between them (POSIX or Windows, ~ or a drive
     # letter in front): a user's home, a virtualenv or a checkout differ between reports.
     r"|(?P<path>(?:[a-z]:|~)?[\\/][\w.@+~-]+(?:[\\/][\w.@+~-]+)+[\\/]?)"
+    r"|(?P<addr>\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?)"
+    # rank3, [rank3], gpu0, cuda:1, pid=12, node-2: the word stays, the number goes.
+    r"|(?P<rank>(?:rank|pid|gpu|node|cuda|device|worker)[:=#-]?\d+)"
     # A number not inside a word ("w2v", "python3.10" and "fp16" stay): ranks, PIDs, ports,
     # sizes, steps, line numbers.
-    r"|(?P<n>(?<![a-z_.\d])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![a-z_\d]))"
+    r"|(?P<n>(?<![a-z_.\d-])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![a-z_\d]))"
 )
-_PLACEHOLDER = {"ts": "<ts>", "hex": "<hex>", "path": "<path>", "n": "<n>"}
+_PLACEHOLDER = {"ts": "<ts>", "hex": "<hex>", "path": "<path>", "addr": "<addr>", "n": "<n>"}
+_DIGITS = re.compile(r"\d+")
 _HEX_DIGITS = frozenset("0123456789abcdef")
-_FRAME = re.compile(r'\s*File "[^"]*", line \d+, in (\S+)')
+_FRAME = re.compile(r'\s*File\s+"[^"]*",\s+line\s+\d+,\s+in\s+(\S+)')
 _EXCEPTION_WORD = re.compile(r"Error|Exception|Exit|Interrupt|Fault|Warning")
 _EXCEPTION = re.compile(
     r"\s*(?:[A-Za-z_]\w*\.)*((?:[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Fault|Warning))"
@@ -59,6 +63,8 @@ _EXCEPTION = re.compile(
 
 
 def _placeholder(match: re.Match[str]) -> str:
+    if match.lastgroup == "rank":
+        return _DIGITS.sub("<n>", match.group())
     return _PLACEHOLDER[match.lastgroup or "n"]
 
 
@@ -129,7 +135,9 @@ class Group:
 def normalise(text: str) -> str:
     """Lower case, with timestamps, hex addresses and hashes, paths, ranks, PIDs and other
     numbers replaced by placeholders (<ts>, <hex>, <path>, <n>) and whitespace collapsed."""
-    return " ".join([_token(token) for token in text.lower().split()])
+    tokens = [_token(token) for token in text.lower().split()]
+    # A date and a time are one token in ISO 8601 and two in most logs: one <ts> either way.
+    return " ".join(t for i, t in enumerate(tokens) if t != "<ts>" or tokens[i - 1 : i] != ["<ts>"])
 
 
 @functools.lru_cache(maxsize=65_536)
