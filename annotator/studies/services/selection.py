@@ -31,8 +31,13 @@ def candidate_issues(
 ) -> list[tuple[int, str]]:
     """(issue id, repository OWNER/NAME) of the issues matching `filters` that are not in the
     study yet; with `round`, those not in that round (an issue may come back in a later round,
-    e.g. a second calibration on items already labelled)."""
+    e.g. a second calibration on items already labelled). Issues the study's owners marked a
+    duplicate (and did not include anyway) are never candidates (annotator/similarity)."""
+    from annotator.similarity.services import duplicate_issue_ids
+
     matching = Issue.objects.matching(clean_filters(filters))
+    if duplicates := duplicate_issue_ids(study=study):
+        matching = matching.exclude(pk__in=duplicates)
     if round is None:
         matching = matching.exclude(study_items__study=study)
     else:
