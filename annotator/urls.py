@@ -30,6 +30,7 @@ urlpatterns = [
     path("exports/", include("annotator.exports.urls")),
     path("backups/", include("annotator.backup.urls")),
     path("screening/", include("annotator.screening.urls")),
+    path("similarity/", include("annotator.similarity.urls")),
     path("account/", include("annotator.accounts.urls")),
     path("account/", include(password_urlpatterns)),  # Django's names, no namespace
     path("api/", include("annotator.issues.api_urls")),
@@ -40,6 +41,7 @@ urlpatterns = [
     path("api/", include("annotator.exports.api_urls")),
     path("api/", include("annotator.accounts.api_urls")),
     path("api/", include("annotator.screening.api_urls")),
+    path("api/", include("annotator.similarity.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", api_docs, name="api-docs"),
 ]
