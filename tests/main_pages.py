@@ -18,6 +18,8 @@ from annotator.accounts.services import create_api_token
 from annotator.adjudication.services import post_comment, release_item
 from annotator.agreement.services import run_agreement_run, start_agreement_run
 from annotator.exports.services import run_export_job, start_export_job
+from annotator.similarity.models import DuplicateGroup
+from annotator.similarity.services import run_duplicate_pass, start_duplicate_pass
 from annotator.studies import sql
 from annotator.studies.models import Item, Membership, Round
 from annotator.studies.services import (
@@ -113,6 +115,10 @@ def main_pages() -> MainPages:
         user=first,
         labels=scene.world.labels(screening="relevant", symptom="oom"),
     )
+    duplicate_pass = start_duplicate_pass(study=study, user=owner, enqueue=False)
+    run_duplicate_pass(pass_id=duplicate_pass.pk)
+    group = DuplicateGroup.objects.order_by("pk").first()
+    assert group is not None  # the scene's issues differ only in their numbers
     create_api_token(user=owner, name="notebook", days=30)
     invitation = create_invitation(study=study, user=owner)
     uid = urlsafe_base64_encode(force_bytes(owner.pk))
@@ -151,6 +157,14 @@ def main_pages() -> MainPages:
         Page("codebook diff", OWNER, reverse("taxonomy:diff", args=[draft.pk])),
         Page("guideline", OWNER, reverse("taxonomy:guideline", args=[published.pk])),
         Page("discussion", OWNER, reverse("adjudication:discussion", args=[disputed.pk])),
+        Page("near-duplicates", OWNER, reverse("similarity:duplicates", args=[s])),
+        Page("near-duplicate group", OWNER, reverse("similarity:group", args=[s, group.pk])),
+        Page("near-duplicate pass", OWNER, reverse("similarity:pass", args=[duplicate_pass.pk])),
+        Page(
+            "similar issues",
+            ANNOTATOR,
+            reverse("similarity:similar", args=[disputed.issue_id]),
+        ),
         Page("tokens", OWNER, reverse("accounts:tokens")),
         Page("password change", OWNER, reverse("password_change")),
         Page("annotate", ANNOTATOR, reverse("studies:annotate_next", args=[s])),

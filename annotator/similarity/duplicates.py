@@ -135,9 +135,9 @@ class Group:
 def normalise(text: str) -> str:
     """Lower case, with timestamps, hex addresses and hashes, paths, ranks, PIDs and other
     numbers replaced by placeholders (<ts>, <hex>, <path>, <n>) and whitespace collapsed."""
-    tokens = [_token(token) for token in text.lower().split()]
+    joined = " ".join([t if t.isalpha() else _token(t) for t in text.lower().split()])
     # A date and a time are one token in ISO 8601 and two in most logs: one <ts> either way.
-    return " ".join(t for i, t in enumerate(tokens) if t != "<ts>" or tokens[i - 1 : i] != ["<ts>"])
+    return joined.replace("<ts> <ts>", "<ts>")
 
 
 @functools.lru_cache(maxsize=65_536)
@@ -207,11 +207,10 @@ class DuplicateIndex:
 
     def add(self, key: int, text: str) -> list[Pair]:
         text = text[: self.params.max_text_chars]
-        values = self._minhash(normalise(text))
+        minhash = self._minhash(normalise(text))
+        values = minhash.hashvalues.astype(np.uint32)  # MinHash values are below 2**32
         row = len(self._keys)
-        candidates: dict[int, bool] = {}
-        for other in self._lsh.query(_wrap(self._template, values)):
-            candidates[other] = False
+        candidates = dict.fromkeys(self._lsh.query(minhash), False)
         signature = error_signature(text)
         if signature is not None and signature.frames:
             self.signatures += 1
@@ -225,24 +224,18 @@ class DuplicateIndex:
             limit = self.params.signature_threshold if same_signature else self.params.threshold
             if similarity >= limit:
                 a, b = sorted((self._keys[other], key))
-                pairs.append(Pair(a, b, round(similarity, 4), same_signature))
-        self._lsh.insert(row, _wrap(self._template, values), check_duplication=False)
+                pairs.append(Pair(a, b, round(float(similarity), 4), same_signature))
+        self._lsh.insert(row, minhash, check_duplication=False)
         self._rows.append(values)
         self._keys.append(key)
         return pairs
 
-    def _minhash(self, normalised: str) -> np.ndarray:
+    def _minhash(self, normalised: str) -> MinHash:
         minhash = self._template.copy()
         found = shingles(normalised, self.params.shingle_words)
         if len(found):
             minhash.update_batch(found.tolist())
-        return minhash.hashvalues.astype(np.uint32)
-
-
-def _wrap(template: MinHash, values: np.ndarray) -> MinHash:
-    minhash = template.copy()
-    minhash.hashvalues = values.astype(np.uint64)
-    return minhash
+        return minhash
 
 
 def group_pairs(pairs: Iterable[Pair]) -> list[Group]:

@@ -84,7 +84,7 @@ def _scope(job: DuplicatePass) -> Any:
 def _run(job: DuplicatePass) -> dict[str, Any]:
     started = time.perf_counter()
     issues = _scope(job)
-    total = issues.count()
+    total = max(issues.count(), 1)
     duplicates, similar = DuplicateIndex(Params()), SimilarIndex(SimilarParams())
     pairs: list[Pair] = []
     keys: list[int] = []
@@ -98,26 +98,23 @@ def _run(job: DuplicatePass) -> dict[str, Any]:
         if len(keys) == BATCH:
             similar.add(keys, texts)
             keys, texts = [], []
-            report_progress(DuplicatePass, job.pk, progress=60 * len(duplicates) // total)
+            report_progress(DuplicatePass, job.pk, progress=50 * len(duplicates) // total)
     similar.add(keys, texts)
     read = time.perf_counter()
     groups = group_pairs(pairs)
-    neighbours = list(similar.neighbours())
-    report_progress(DuplicatePass, job.pk, progress=90)
-    compared = time.perf_counter()
     with transaction.atomic():
         _write_groups(job, groups)
-        _write_neighbours(job, neighbours)
+        neighbours = _write_neighbours(job, similar, total)
     return {
-        "issues": total,
+        "issues": len(duplicates),
         "signatures": duplicates.signatures,
         "pairs": len(pairs),
         "groups": len(groups),
         "grouped_issues": sum(len(g.members) for g in groups),
+        "with_neighbours": neighbours,
         "seconds": {
             "read_and_index": round(read - started, 2),
-            "similar": round(compared - read, 2),
-            "write": round(time.perf_counter() - compared, 2),
+            "similar_and_write": round(time.perf_counter() - read, 2),
         },
     }
 
@@ -158,13 +155,24 @@ def _write_groups(job: DuplicatePass, groups: list[Group]) -> None:
         )
 
 
-def _write_neighbours(job: DuplicatePass, neighbours: list[tuple[int, list[Any]]]) -> None:
+def _write_neighbours(job: DuplicatePass, similar: SimilarIndex, total: int) -> int:
+    """Replace the scope's neighbours as they are computed (never all held at once)."""
     SimilarIssues.objects.filter(issue__in=_scope(job)).delete()
-    for start in range(0, len(neighbours), 5 * BATCH):
-        SimilarIssues.objects.bulk_create(
-            SimilarIssues(issue_id=key, neighbours=[list(n) for n in found], found_by=job)
-            for key, found in neighbours[start : start + 5 * BATCH]
-        )
+    batch: list[SimilarIssues] = []
+    written = 0
+    for key, found in similar.neighbours():
+        batch.append(SimilarIssues(issue_id=key, neighbours=[list(n) for n in found], found_by=job))
+        if len(batch) == 5 * BATCH:
+            written += _flush(batch)
+            report_progress(DuplicatePass, job.pk, progress=50 + 49 * written // total)
+    return written + _flush(batch)
+
+
+def _flush(batch: list[SimilarIssues]) -> int:
+    SimilarIssues.objects.bulk_create(batch)
+    done = len(batch)
+    batch.clear()
+    return done
 
 
 # --- marks ----------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ class SimilarParams:
     keep_terms: int = 50
     max_df: float = 0.1
     min_score: float = 0.05
-    chunk: int = 2000
+    chunk: int = 500  # rows of the all-pairs product at a time: bounds its memory
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -55,6 +55,8 @@ class SimilarIndex:
         self.keys: list[int] = []
 
     def add(self, keys: Sequence[int], texts: Sequence[str]) -> None:
+        if not keys:
+            return
         counts = self._vectorizer.transform(texts).astype(np.float32).tocsr()
         self._blocks.append(counts)
         self.keys.extend(keys)

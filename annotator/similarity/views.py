@@ -124,6 +124,8 @@ def mark(request: HttpRequest, study_id: int) -> HttpResponse:
     data = request.POST if request.method == "POST" else request.GET
     back = _back(data.get("next"), study.pk)
     if request.method == "GET":
+        if not data.get("issue") or not data.get("duplicate_of"):
+            return redirect(back)  # nothing to confirm: back to the groups
         issue = get_object_or_404(
             Issue.objects.select_related("repository"), pk=_int(data.get("issue")) or 0
         )

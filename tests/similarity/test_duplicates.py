@@ -168,3 +168,11 @@ def test_cores_import_no_django(modules):
         "assert not any(m.startswith('django') for m in sys.modules), 'django loaded'"
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+def test_an_empty_batch_adds_nothing():
+    index = SimilarIndex()
+    index.add([], [])
+    index.add([1, 2], ["nccl hang allreduce", "nccl hang allreduce watchdog"])
+    index.add([], [])
+    assert [key for key, _ in index.neighbours()] == [1, 2]
