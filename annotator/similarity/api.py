@@ -232,4 +232,5 @@ class SimilarApi(APIView):
     def get(self, request: Request, issue_id: int) -> Response:
         user = signed_in(request)
         issue = get_object_or_404(Issue, pk=issue_id)
-        return Response(SimilarOutput(similar_issues(issue=issue, user=user), many=True).data)
+        found = similar_issues(issue=issue, user=user)
+        return Response(SimilarOutput(found, many=True).data)  # type: ignore[arg-type]

@@ -176,11 +176,11 @@ def _flush(batch: list[SimilarIssues]) -> int:
 
 
 # --- marks ----------------------------------------------------------------------------------
-def _issue(value: Any, field: str) -> Issue:
+def _issue(value: Issue | int | str | None, field: str) -> Issue:
     if isinstance(value, Issue):
         return value
     try:
-        return Issue.objects.get(pk=int(value))
+        return Issue.objects.get(pk=int(value or ""))
     except (TypeError, ValueError, Issue.DoesNotExist):
         raise SimilarityError(f"field '{field}': no issue with id {value!r}") from None
 
@@ -195,9 +195,9 @@ def _pair_similarity(issue: Issue, other: Issue) -> float | None:
 def mark_issue(
     *,
     study: Study,
-    issue: Issue | int,
+    issue: Issue | int | str,
     decision: str,
-    duplicate_of: Issue | int | None = None,
+    duplicate_of: Issue | int | str | None = None,
     include: bool = False,
     user: Any = None,
 ) -> DuplicateMark:
@@ -210,7 +210,7 @@ def mark_issue(
     issue = _issue(issue, "issue")
     other = None
     if decision == DuplicateMark.Decision.DUPLICATE:
-        if duplicate_of in (None, ""):
+        if duplicate_of is None or duplicate_of == "":
             raise SimilarityError(
                 f"field 'duplicate_of': name the issue #{issue.number} of {issue.repository} "
                 "duplicates"

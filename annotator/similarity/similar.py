@@ -9,9 +9,9 @@ English stop words dropped), sublinear tf (1 + log tf) times smooth IDF (log((1 
 (1 + df)) + 1, scikit-learn's), as annotator/screening/ranking.py does. A full all-pairs
 product is quadratic in the words issues share (a word in half the issues makes n²/4 products),
 so each issue keeps its `keep_terms` heaviest terms and terms found in more than `max_df` of the
-issues are dropped (their IDF is the lowest anyway); the score is the cosine of those reduced
-vectors (each normalised again), in [0, 1]. Terms found in one issue only are dropped too: they
-cannot make two issues alike.
+issues (and in more than MIN_COMMON_DF) are dropped (their IDF is the lowest anyway); the score
+is the cosine of those reduced vectors (each normalised again), in [0, 1]. Terms found in one
+issue only are dropped too: they cannot make two issues alike.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from scipy import sparse
 from sklearn.feature_extraction.text import HashingVectorizer
 
 N_FEATURES = 2**20
+MIN_COMMON_DF = 100  # a term is dropped as common only past max_df of the issues and this many
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,9 @@ class SimilarIndex:
         n = counts.shape[0]
         df = np.bincount(counts.indices, minlength=N_FEATURES)
         idf = (np.log((1 + n) / (1 + df)) + 1).astype(np.float32)
-        idf[(df < 2) | (df > max(2, self.params.max_df * n))] = 0
+        # A small pool keeps its common terms: they cost nothing there, and dropping every
+        # term of more than 10% of 40 issues would leave little to compare.
+        idf[(df < 2) | (df > max(MIN_COMMON_DF, self.params.max_df * n))] = 0
         counts.data = (1 + np.log(counts.data)) * idf[counts.indices]
         counts.eliminate_zeros()
         return _normalised(_heaviest(counts, self.params.keep_terms))

@@ -45,7 +45,7 @@ def duplicates(request: HttpRequest, study_id: int) -> HttpResponse:
     membership = _owner(request, study_id)
     study = membership.study
     in_study = request.GET.get("in_study") == "1"
-    repository = Repository.objects.filter(pk=_int(request.GET.get("repository"))).first()
+    repository = Repository.objects.filter(pk=_int(request.GET.get("repository")) or 0).first()
     groups = group_queryset(repository=repository, study=study if in_study else None)
     page = Paginator(groups, PAGE_SIZE).get_page(request.GET.get("page"))
     rows = _group_rows(study, list(page.object_list))
@@ -78,7 +78,7 @@ def _group_rows(study: Any, groups: list[DuplicateGroup]) -> list[dict[str, Any]
     members = {
         g.pk: g
         for g in DuplicateGroup.objects.filter(pk__in=[g.pk for g in groups]).prefetch_related(
-            "members__issue__repository", "pairs"
+            "members__issue__repository", "pairs__issue_a", "pairs__issue_b"
         )
     }
     issue_ids = [m.issue_id for g in members.values() for m in g.members.all()]
@@ -140,7 +140,7 @@ def mark(request: HttpRequest, study_id: int) -> HttpResponse:
     try:
         done = mark_issue(
             study=study,
-            issue=data.get("issue"),  # type: ignore[arg-type]
+            issue=data.get("issue", ""),
             decision=data.get("decision", ""),
             duplicate_of=data.get("duplicate_of") or None,
             include=data.get("include") == "on",
@@ -184,7 +184,7 @@ def start_pass(request: HttpRequest, study_id: int) -> HttpResponse:
     membership = _owner(request, study_id)
     repository = None
     if value := request.POST.get("repository"):
-        repository = Repository.objects.filter(pk=_int(value)).first()
+        repository = Repository.objects.filter(pk=_int(value) or 0).first()
         if repository is None:
             messages.error(request, f"field 'repository': no repository with id {value!r}")
             return redirect("similarity:duplicates", study_id)

@@ -138,12 +138,15 @@ ADDED_ROUTES: dict[str, Route] = {
     # and staff.
     "similarity:duplicates": page(OWNER, study_id="study"),
     "similarity:group": page(OWNER, study_id="study", group_id="duplicate_group"),
-    "similarity:mark": page(OWNER, GET_POST, study_id="study"),
+    # Without an issue to confirm, GET returns to the groups.
+    "similarity:mark": Route(
+        OWNER, GET_POST, {"study_id": "study"}, ok=redirects(frozenset({"GET"}))
+    ),
     "similarity:undo": page(OWNER, POST, study_id="study", mark_id="duplicate_mark"),
     "similarity:start_pass": page(OWNER, POST, study_id="study"),
     "similarity:pass": page(SOME_STUDY_OWNER, pass_id="duplicate_pass"),
     "similarity:similar": page(ANY_USER, issue_id="issue"),
-    "api-duplicate-passes": Route(ANY_USER, GET | API_POST, by_method={"POST": OWNER_OR_STAFF}),
+    "api-duplicate-passes": Route(ANY_USER, GET | API_POST, by_method={"POST": SOME_STUDY_OWNER}),
     "api-duplicate-pass": api(ANY_USER, pass_id="duplicate_pass"),
     "api-duplicate-groups": api(ANY_USER),
     "api-duplicate-marks": api(OWNER, GET | API_POST, study_id="study"),
