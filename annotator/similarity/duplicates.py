@@ -197,7 +197,9 @@ class DuplicateIndex:
         self.params = params or Params()
         self._lsh = MinHashLSH(threshold=self.params.threshold, num_perm=self.params.num_perm)
         self._template = MinHash(num_perm=self.params.num_perm, seed=self.params.seed, hashfunc=int)
-        self._rows: list[np.ndarray] = []  # one uint32 row of hash values per issue
+        # One uint32 row of MinHash values per issue, in one array grown by doubling (a list of
+        # small arrays cost 112 bytes of header each).
+        self._rows = np.zeros((1024, self.params.num_perm), dtype=np.uint32)
         self._keys: list[int] = []
         self._by_signature: dict[str, list[int]] = {}  # signature key → row numbers
         self.signatures = 0
@@ -226,7 +228,9 @@ class DuplicateIndex:
                 a, b = sorted((self._keys[other], key))
                 pairs.append(Pair(a, b, round(float(similarity), 4), same_signature))
         self._lsh.insert(row, minhash, check_duplication=False)
-        self._rows.append(values)
+        if row == len(self._rows):
+            self._rows = np.concatenate([self._rows, np.zeros_like(self._rows)])
+        self._rows[row] = values
         self._keys.append(key)
         return pairs
 
