@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "annotator.backup",
     "annotator.screening",
     "annotator.machine",
+    "annotator.similarity",
     "taxonomy_app",
     # Sign in with GitHub (annotator/accounts/github.py): installed always, so the tables exist
     # whatever the configuration; the routes answer 404 until GITHUB_OAUTH_CLIENT_ID is set.
@@ -398,6 +399,8 @@ LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 4)
 MACHINE_TIME_LIMIT_SECONDS = env_int("MACHINE_TIME_LIMIT_SECONDS", 6 * 3600)
 # Machine runs queued or running at once on this server (one per rater in any case).
 LLM_MAX_CONCURRENT_RUNS = env_int("LLM_MAX_CONCURRENT_RUNS", 2)
+# A near-duplicate pass over the whole pool (annotator/similarity): ~2 minutes at 100,000 issues.
+DUPLICATE_PASS_TIME_LIMIT_SECONDS = env_int("DUPLICATE_PASS_TIME_LIMIT_SECONDS", 3600)
 GITHUB_API_URL = env_str("GITHUB_API_URL", "https://api.github.com")
 # Celery beat re-syncs repositories marked "keep in sync" this often; 0 turns it off.
 GITHUB_RESYNC_MINUTES = env_int("GITHUB_RESYNC_MINUTES", 60)

@@ -31,6 +31,7 @@ urlpatterns = [
     path("backups/", include("annotator.backup.urls")),
     path("screening/", include("annotator.screening.urls")),
     path("machine/", include("annotator.machine.urls")),
+    path("similarity/", include("annotator.similarity.urls")),
     path("account/", include("annotator.accounts.urls")),
     path("account/", include(password_urlpatterns)),  # Django's names, no namespace
     path("account/", include(github_urlpatterns)),  # Sign in with GitHub, allauth's names
@@ -43,6 +44,7 @@ urlpatterns = [
     path("api/", include("annotator.accounts.api_urls")),
     path("api/", include("annotator.screening.api_urls")),
     path("api/", include("annotator.machine.api_urls")),
+    path("api/", include("annotator.similarity.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", api_docs, name="api-docs"),
 ]

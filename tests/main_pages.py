@@ -19,6 +19,8 @@ from annotator.adjudication.services import post_comment, release_item
 from annotator.agreement.services import run_agreement_run, start_agreement_run
 from annotator.exports.services import run_export_job, start_export_job
 from annotator.screening.services import start_screening_round
+from annotator.similarity.models import DuplicateGroup
+from annotator.similarity.services import run_duplicate_pass, start_duplicate_pass
 from annotator.studies import sql
 from annotator.studies.models import Item, Membership, Round
 from annotator.studies.services import (
@@ -150,6 +152,10 @@ def main_pages() -> MainPages:
     )
     # A screening round with its plan declared (no items: the annotate page's queue is kept).
     screening = start_screening_round(study=study, user=owner, seed=3).round
+    duplicate_pass = start_duplicate_pass(study=study, user=owner, enqueue=False)
+    run_duplicate_pass(pass_id=duplicate_pass.pk)
+    group = DuplicateGroup.objects.order_by("pk").first()
+    assert group is not None  # the scene's issues differ only in their numbers
     create_api_token(user=owner, name="notebook", days=30)
     invitation = create_invitation(study=study, user=owner)
     uid = urlsafe_base64_encode(force_bytes(owner.pk))
@@ -195,6 +201,14 @@ def main_pages() -> MainPages:
         Page("machine rater", OWNER, reverse("machine:rater", args=[machine["rater"]])),
         Page("machine run", OWNER, reverse("machine:run", args=[machine["run"]])),
         Page("machine call", OWNER, reverse("machine:call", args=[machine["call"]])),
+        Page("near-duplicates", OWNER, reverse("similarity:duplicates", args=[s])),
+        Page("near-duplicate group", OWNER, reverse("similarity:group", args=[s, group.pk])),
+        Page("near-duplicate pass", OWNER, reverse("similarity:pass", args=[duplicate_pass.pk])),
+        Page(
+            "similar issues",
+            ANNOTATOR,
+            reverse("similarity:similar", args=[disputed.issue_id]),
+        ),
         Page("tokens", OWNER, reverse("accounts:tokens")),
         Page("github token", OWNER, reverse("accounts:github")),
         Page("password change", OWNER, reverse("password_change")),

@@ -139,14 +139,16 @@ def _fetch(
     """
     annotation, version, item, annotator = _scope(study_id, round_id)
     gold = _gold_left_out(study_id, round_id)
-    if gold.size:
-        kept = ~np.isin(item, gold)
+    duplicates = _duplicates_left_out(study_id, round_id)
+    if gold.size or duplicates.size:
+        kept = ~np.isin(item, np.concatenate([gold, duplicates]))
         annotation, version, item, annotator = (
             c[kept] for c in (annotation, version, item, annotator)
         )
     on_version = version == version_id
     counts = {
         "gold_left_out": int(gold.size),
+        "duplicates_left_out": int(duplicates.size),
         "items": _item_count(study_id, round_id),
         "annotations": len(annotation),
         "other_version": int((~on_version).sum()),
@@ -174,6 +176,20 @@ def _gold_left_out(study_id: int, round_id: int | None) -> IntArray:
     if round_id is not None:
         golds = golds.filter(item__round_id=round_id)
     return np.fromiter(golds.values_list("item_id", flat=True), dtype=np.int64)
+
+
+def _duplicates_left_out(study_id: int, round_id: int | None) -> IntArray:
+    """Ids of the items whose issue the study's owners marked a duplicate, not included anyway
+    (annotator/similarity): one bug counted once."""
+    from annotator.similarity.services import duplicate_issue_ids
+
+    issues = duplicate_issue_ids(study=study_id)
+    if not issues:
+        return np.zeros(0, dtype=np.int64)
+    items = Item.objects.filter(study_id=study_id, issue_id__in=issues)
+    if round_id is not None:
+        items = items.filter(round_id=round_id)
+    return np.fromiter(items.values_list("pk", flat=True), dtype=np.int64)
 
 
 def _scope(study_id: int, round_id: int | None) -> list[IntArray]:

@@ -176,6 +176,12 @@ def method_sentences(inputs: dict[str, Any], result: dict[str, Any]) -> list[str
             "teach or check, not at random."
             if counts.get("gold_left_out")
             else ""
+        )
+        + (
+            f" Items of issues marked duplicates of other issues were left out "
+            f"({counts['duplicates_left_out']}): one bug counted once."
+            if counts.get("duplicates_left_out")
+            else ""
         ),
         "Units: a unit is an item and a rater an annotator; each facet is its own table of "
         "units × annotators, with the codebook version's categories of the facet declared.",

@@ -166,6 +166,19 @@ def _left_out_lines(left_out: Sequence[str] | None) -> list[str]:
     return lines + [f"- {line}" for line in left_out]
 
 
+def _duplicate_lines(duplicates: Sequence[str] | None) -> list[str]:
+    if duplicates is None:
+        return []
+    lines = ["", "## Near-duplicates left out", ""]
+    if not duplicates:
+        return [*lines, "No issue of the study was marked a duplicate of another."]
+    intro = (
+        f"{len(duplicates)} issues were marked duplicates of other issues and left out of "
+        "selections, agreement, counts and these files:"
+    )
+    return [*lines, intro, "", *(f"- {line}" for line in duplicates)]
+
+
 FORMATS_NOTE = (
     "In CSV and XLSX a text cell starting with `=`, `+`, `-`, `@`, a tab or a carriage return"
     " has a leading `'` added so spreadsheet programs do not run it as a formula; JSON, JSONL"
@@ -208,6 +221,7 @@ def dataset_card(
     rules: Mapping[str, Sequence[str]] | None = None,
     left_out: Sequence[str] | None = None,
     headline: Sequence[str] | None = None,
+    duplicates: Sequence[str] | None = None,
 ) -> str:
     """The Markdown card of an export.
 
@@ -216,7 +230,8 @@ def dataset_card(
     dictionary); `categories` maps facet key → category code → name, since files carry codes;
     `rules` maps facet name → its label rules in words; `left_out` lists in words what a prior
     import of an exported round left out; `headline` the declared headline in words (its
-    declaration, changes and figures), or None when the study declared none.
+    declaration, changes and figures), or None when the study declared none; `duplicates` the
+    issues left out as duplicates of others, in words ("A duplicates B").
     """
     lines = [
         f"# {title}",
@@ -237,6 +252,7 @@ def dataset_card(
         *_design_lines(design),
         *_rule_lines(rules),
         *_left_out_lines(left_out),
+        *_duplicate_lines(duplicates),
         "",
         "## Columns",
         "",

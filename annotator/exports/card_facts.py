@@ -21,6 +21,7 @@ from annotator.agreement.models import AgreementRun
 from annotator.agreement.stats import RatingTable
 from annotator.agreement.summary import coefficient_dicts, conventions
 from annotator.issues.filter_text import filter_names, filters_in_words
+from annotator.similarity.services import left_out_summary
 from annotator.studies.models import Annotation, Item, Membership, Round, Study
 from taxonomy_app.services.rules import rule_texts, version_facet_infos, version_rules
 
@@ -57,8 +58,10 @@ def build_card(
         selection.__dict__["_filter_names"] = names  # the cached_property: one query for all
     exported = items.count()
     decided = items.filter(decision__isnull=False).count()
+    duplicates = left_out_summary(study=study)
     counts = {
         "issues matched by the selections": sum(s.matched for s in selections),
+        "issues left out as near-duplicates": duplicates["left_out"],
         "issues sampled": sum(s.sampled for s in selections),
         "items in the study": study.items.count(),
         "items exported": exported,
@@ -89,6 +92,7 @@ def build_card(
         rules=label_rules(study),
         left_out=prior_left_out_lines(items),
         headline=headline_card_lines(study, run),
+        duplicates=[f"{d['issue']} duplicates {d['duplicate_of']}" for d in duplicates["issues"]],
     )
     return card + llm_use_markdown(items, run)
 

@@ -19,6 +19,7 @@ from django.db.models import Exists, F, OuterRef, QuerySet
 from annotator.adjudication.models import Decision, DecisionLabel
 from annotator.issues.models import Repository
 from annotator.params import int_or
+from annotator.similarity.services import duplicate_issue_ids
 from annotator.studies.models import Annotation, AnnotationLabel, Item, Study
 from taxonomy_app.models import Category, CodebookVersion, Facet
 
@@ -91,11 +92,14 @@ def load_codebook(version: CodebookVersion) -> Codebook:
 
 def filtered_items(study: Study, filters: dict[str, Any]) -> QuerySet[Item]:
     """The study's items that pass the export filters (round number, decision source, screening
-    verdict code of the decision, repository owner/name)."""
+    verdict code of the decision, repository owner/name), without the issues marked duplicates
+    of others (annotator/similarity; the dataset card lists them)."""
     unknown = set(filters) - set(FILTER_KEYS)
     if unknown:
         raise ExportFilterError(f"unknown filters {sorted(unknown)}; use {list(FILTER_KEYS)}")
     items = Item.objects.filter(study=study)
+    if duplicates := duplicate_issue_ids(study=study):  # marked duplicates, not included anyway
+        items = items.exclude(issue_id__in=duplicates)
     if filters.get("round") not in (None, ""):
         number = int_or(filters["round"], -1)
         if number < 0:

@@ -107,6 +107,9 @@ def api(rule: Rule, methods: frozenset[str] = GET, /, **params: str) -> Route:
 # the table has none. Per-annotator diagnostics set every annotator's figures side by side: the
 # study's owner (and staff, on the page) only; an annotator gets 404 like a stranger.
 OWNER_OR_STAFF = Rule("study owner or staff", frozenset({"owner", "staff"}))
+SOME_STUDY_OWNER = Rule(
+    "an owner of any study, or staff", frozenset({"owner", "outsider", "staff"})
+)
 NO_TRAINING_FEEDBACK = Rule("nobody: the scene's rounds give no gold feedback", frozenset())
 ADDED_ROUTES: dict[str, Route] = {
     "agreement:annotators": page(OWNER_OR_STAFF, study_id="study"),
@@ -141,6 +144,26 @@ ADDED_ROUTES: dict[str, Route] = {
     "api-machine-estimate": api(OWNER, rater_id="machine_rater"),
     "api-machine-runs": api(OWNER, GET | {"POST"}, rater_id="machine_rater"),
     "api-machine-run": api(OWNER, run_id="machine_run"),
+    # Near-duplicates (annotator/similarity): a study's owners review groups and mark issues;
+    # groups, passes and similar issues read the shared pool (no labels) for anyone signed in;
+    # passes (over the shared pool) are for the owners of any study (the outsider owns one)
+    # and staff.
+    "similarity:duplicates": page(OWNER, study_id="study"),
+    "similarity:group": page(OWNER, study_id="study", group_id="duplicate_group"),
+    # Without an issue to confirm, GET returns to the groups.
+    "similarity:mark": Route(
+        OWNER, GET_POST, {"study_id": "study"}, ok=redirects(frozenset({"GET"}))
+    ),
+    "similarity:undo": page(OWNER, POST, study_id="study", mark_id="duplicate_mark"),
+    "similarity:start_pass": page(OWNER, POST, study_id="study"),
+    "similarity:pass": page(SOME_STUDY_OWNER, pass_id="duplicate_pass"),
+    "similarity:similar": page(ANY_USER, issue_id="issue"),
+    "api-duplicate-passes": Route(ANY_USER, GET | API_POST, by_method={"POST": SOME_STUDY_OWNER}),
+    "api-duplicate-pass": api(ANY_USER, pass_id="duplicate_pass"),
+    "api-duplicate-groups": api(ANY_USER),
+    "api-duplicate-marks": api(OWNER, GET | API_POST, study_id="study"),
+    "api-duplicate-mark-undo": api(OWNER, API_POST, study_id="study", mark_id="duplicate_mark"),
+    "api-similar-issues": api(ANY_USER, issue_id="issue"),
 }
 
 

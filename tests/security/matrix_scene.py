@@ -134,7 +134,9 @@ def _ids(
         facet_id=world.category("symptom", "hang").facet_id,
     )
     category = world.category("symptom", "hang")
+    duplicates = _duplicates(world)
     ids = {
+        **duplicates,
         "study": study.pk,
         "round": world.round.pk,
         "round_number": world.round.number,
@@ -187,6 +189,21 @@ def _machine(world: World, item: Item) -> dict[str, int]:
         prompt_sha256="0" * 64,
     )
     return {"machine_rater": rater.pk, "machine_run": run.pk, "machine_call": call.pk}
+def _duplicates(world: World) -> dict[str, int]:
+    """A near-duplicate pass (queued), a group of two of the study's issues, and a mark."""
+    from annotator.similarity.models import DuplicateGroup, DuplicateMember, DuplicatePair
+    from annotator.similarity.services import mark_issue, start_duplicate_pass
+
+    job = start_duplicate_pass(study=world.study, user=world.owner, enqueue=False)
+    first, second = world.issues[:2]
+    group = DuplicateGroup.objects.create(
+        found_by=job, size=2, max_similarity=0.9, min_similarity=0.9
+    )
+    for issue in (first, second):
+        DuplicateMember.objects.create(group=group, issue=issue)
+    DuplicatePair.objects.create(group=group, issue_a=first, issue_b=second, similarity=0.9)
+    mark = mark_issue(study=world.study, issue=second, decision="distinct", user=world.owner)
+    return {"duplicate_pass": job.pk, "duplicate_group": group.pk, "duplicate_mark": mark.pk}
 
 
 def _backups(study: Any, owner: Any, staff: Any) -> dict[str, str]:

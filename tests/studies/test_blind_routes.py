@@ -87,7 +87,9 @@ def scene(world):
     annotation = Annotation.objects.get(assignment=theirs)
     ids = [mine.pk, theirs.pk, their_draft.pk, mine.item_id, their_draft.item_id, annotation.pk]
     ids = [str(i) for i in dict.fromkeys(ids)]
+    issue_ids = _similar_issues_everywhere(world)
     values = {
+        "issue_id": issue_ids,
         "study_id": [str(world.study.pk)],
         "assignment_id": [str(mine.pk), str(theirs.pk), str(their_draft.pk)],
         "item_id": [str(mine.item_id), str(their_draft.item_id)],
@@ -95,6 +97,20 @@ def scene(world):
         "*": ids,
     }
     return {"world": world, "a": a, "b": b, "theirs": theirs, "values": values}
+
+
+def _similar_issues_everywhere(world) -> list[str]:
+    """Every issue of the study lists the others as similar (annotator/similarity), so the
+    similar-issues panel and API, walked below, have B's labeled issue to show or withhold."""
+    from annotator.similarity.models import SimilarIssues
+    from annotator.similarity.services import start_duplicate_pass
+
+    job = start_duplicate_pass(enqueue=False)
+    ids = [issue.pk for issue in world.issues]
+    for pk in ids:
+        others = [[other, 0.5] for other in ids if other != pk]
+        SimilarIssues.objects.create(issue_id=pk, neighbours=others, found_by=job)
+    return [str(pk) for pk in ids]
 
 
 def all_urls(values: dict[str, list[str]]) -> list[tuple[str, str]]:
@@ -154,6 +170,8 @@ def test_no_route_shows_an_annotator_anothers_labels(client, scene, shard):
         f"/studies/assignments/{mine}/": 200,
         f"/api/assignments/{mine}/": 200,
         f"/studies/assignments/{scene['theirs'].pk}/": 404,
+        f"/similarity/issues/{scene['values']['issue_id'][0]}/similar/": 200,
+        f"/api/issues/{scene['values']['issue_id'][0]}/similar/": 200,
     }
     for url, status in expected.items():
         assert (url, False) not in before or before[(url, False)][0] == status, url
@@ -168,6 +186,8 @@ def test_the_shards_read_every_url_that_matters(scene):
     urls = {url for _, url in every}
     assert {f"/studies/assignments/{mine}/", f"/api/assignments/{mine}/"} <= urls
     assert f"/studies/assignments/{scene['theirs'].pk}/" in urls
+    issue = scene["values"]["issue_id"][0]
+    assert {f"/similarity/issues/{issue}/similar/", f"/api/issues/{issue}/similar/"} <= urls
 
 
 def test_no_post_answer_carries_anothers_labels(client, scene):

@@ -35,10 +35,16 @@ def candidate_issues(
 ) -> list[tuple[int, str]]:
     """(issue id, repository OWNER/NAME) of the issues matching `filters` that are not in the
     study yet; with `round`, those not in that round (an issue may come back in a later round,
-    e.g. a second calibration on items already labelled); with `issue_ids`, only those."""
+    e.g. a second calibration on items already labelled); with `issue_ids`, only those.
+    Issues the study's owners marked a duplicate (and did not include anyway) are never
+    candidates (annotator/similarity)."""
+    from annotator.similarity.services import duplicate_issue_ids
+
     matching = Issue.objects.matching(clean_filters(filters))
     if issue_ids is not None:
         matching = matching.filter(pk__in=list(issue_ids))
+    if duplicates := duplicate_issue_ids(study=study):
+        matching = matching.exclude(pk__in=duplicates)
     if round is None:
         matching = matching.exclude(study_items__study=study)
     else:

@@ -1,0 +1,183 @@
+"""The review page, marks through the pages, the pass page, the similar-issues panel, the API."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotator.similarity.models import DuplicateMark, DuplicatePass, SimilarIssues
+from annotator.similarity.services import (
+    duplicate_issue_ids,
+    run_duplicate_pass,
+    start_duplicate_pass,
+)
+from annotator.studies.services import next_assignment, submit_annotation
+from tests.factories import IssueFactory, RepositoryFactory
+from tests.similarity.test_duplicates import OTHERS, report, respaced
+
+pytestmark = pytest.mark.django_db
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture
+def found(world):
+    repository = RepositoryFactory(owner="deepspeedai", name="DeepSpeed")
+    first = IssueFactory(repository=repository, title="ZeRO-3 hang", body=report())
+    second = IssueFactory(
+        repository=repository, title="ZeRO-3 hang again", body=respaced(report(rank="5"))
+    )
+    for i, text in enumerate(OTHERS):
+        IssueFactory(repository=repository, title=f"Other {i}", body=text)
+    job = start_duplicate_pass(enqueue=False, study=world.study)
+    run_duplicate_pass(pass_id=job.pk)
+    return {"first": first, "second": second, "job": job, "world": world}
+
+
+def test_the_owner_sees_groups_with_similarity_and_reviews_one_side_by_side(client, found):
+    world = found["world"]
+    client.force_login(world.owner)
+    page = client.get(f"/similarity/studies/{world.study.pk}/duplicates/")
+    text = page.content.decode()
+    assert page.status_code == 200 and "Group of 2" in text and "same error signature" in text
+    group = found["first"].duplicate_members.get().group_id
+    detail = client.get(f"/similarity/studies/{world.study.pk}/duplicates/groups/{group}/")
+    body = detail.content.decode()
+    assert body.count('data-issue="') == 2 and "Duplicate of #" in body and "Distinct" in body
+
+
+def test_groups_partial_for_htmx_and_filter_to_the_study(client, found):
+    world = found["world"]
+    client.force_login(world.owner)
+    url = f"/similarity/studies/{world.study.pk}/duplicates/?in_study=1"
+    partial = client.get(url, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="duplicate-groups")
+    text = partial.content.decode()
+    assert text.lstrip().startswith('<section id="duplicate-groups"')
+    # The study's own four issues ("Issue n", "Something broke.") differ only in a number: one
+    # group; the DeepSpeed pair is in no study.
+    assert "Groups (1)" in text and "Group of 4" in text and "ZeRO-3" not in text
+
+
+def test_marking_a_duplicate_asks_for_confirmation_then_records_and_undoes(client, found):
+    world, first, second = found["world"], found["first"], found["second"]
+    client.force_login(world.owner)
+    base = f"/similarity/studies/{world.study.pk}/duplicates"
+    ask = client.get(f"{base}/mark/?issue={second.pk}&duplicate_of={first.pk}", **HTMX)
+    assert "left out of" in ask.content.decode() and not DuplicateMark.objects.exists()
+    done = client.post(
+        f"{base}/mark/", {"issue": second.pk, "duplicate_of": first.pk, "decision": "duplicate"}
+    )
+    assert done.status_code == 302
+    mark = DuplicateMark.objects.get()
+    assert mark.decided_by == world.owner and mark.similarity is not None
+    assert duplicate_issue_ids(study=world.study) == {second.pk}
+    client.post(f"{base}/marks/{mark.pk}/undo/")
+    assert duplicate_issue_ids(study=world.study) == set()
+    history = client.get(f"{base}/").content.decode()
+    assert "undone" in history
+
+
+def test_a_bad_mark_shows_the_message_and_writes_nothing(client, found):
+    world = found["world"]
+    client.force_login(world.owner)
+    base = f"/similarity/studies/{world.study.pk}/duplicates"
+    answer = client.post(
+        f"{base}/mark/", {"issue": found["second"].pk, "decision": "duplicate"}, follow=True
+    )
+    assert "field &#x27;duplicate_of&#x27;" in answer.content.decode()
+    assert not DuplicateMark.objects.exists()
+
+
+def test_annotators_and_strangers_get_404_on_the_review_pages(client, found):
+    world = found["world"]
+    base = f"/similarity/studies/{world.study.pk}/duplicates/"
+    client.force_login(world.annotators[0])
+    assert client.get(base).status_code == 404
+    assert client.post(f"{base}mark/", {"issue": found["second"].pk}).status_code == 404
+    assert client.post(f"{base}passes/").status_code == 404
+    assert not DuplicateMark.objects.exists()
+
+
+def test_the_owner_starts_a_pass_and_its_page_shows_progress(client, world, settings):
+    client.force_login(world.owner)
+    answer = client.post(f"/similarity/studies/{world.study.pk}/duplicates/passes/")
+    job = DuplicatePass.objects.latest("created_at")
+    assert answer.status_code == 302 and answer["Location"] == f"/similarity/passes/{job.pk}/"
+    page = client.get(answer["Location"]).content.decode()
+    assert 'id="pass-progress"' in page
+
+
+def test_the_similar_panel_on_the_issue_page(client, found):
+    world, first, second = found["world"], found["first"], found["second"]
+    client.force_login(world.owner)
+    page = client.get(f"/issues/{first.pk}/").content.decode()
+    assert f'hx-get="/similarity/issues/{first.pk}/similar/"' in page
+    panel = client.get(f"/similarity/issues/{first.pk}/similar/", **HTMX).content.decode()
+    assert panel.lstrip().startswith('<section id="similar-issues"')
+    assert f'data-similar="{second.pk}"' in panel
+
+
+def test_an_annotator_sees_in_the_panel_only_what_they_labeled_with_their_own_labels(client, world):
+    a = world.annotators[0]
+    assignment = next_assignment(study=world.study, annotator=a)
+    submit_annotation(
+        assignment=assignment, user=a, labels=world.labels(screening="relevant", symptom="hang")
+    )
+    mine = assignment.item.issue
+    unseen = IssueFactory()
+    job = start_duplicate_pass(enqueue=False)
+    anchor = world.issues[0] if world.issues[0] != mine else world.issues[1]
+    SimilarIssues.objects.create(
+        issue=anchor, neighbours=[[unseen.pk, 0.9], [mine.pk, 0.8]], found_by=job
+    )
+    client.force_login(a)
+    panel = client.get(f"/similarity/issues/{anchor.pk}/similar/", **HTMX).content.decode()
+    assert f'data-similar="{mine.pk}"' in panel and f'data-similar="{unseen.pk}"' not in panel
+    assert "your labels:" in panel
+    api = client.get(f"/api/issues/{anchor.pk}/similar/").json()
+    assert [row["issue"] for row in api] == [mine.pk] and api[0]["labels"]
+
+
+def test_api_groups_marks_and_passes(client, found):
+    world, first, second = found["world"], found["first"], found["second"]
+    client.force_login(world.owner)
+    groups = client.get("/api/duplicate-groups/?repository=deepspeedai/DeepSpeed").json()
+    rows = groups["results"] if isinstance(groups, dict) else groups
+    assert [sorted(i["id"] for i in g["issues"]) for g in rows] == [sorted([first.pk, second.pk])]
+    assert rows[0]["pairs"][0]["similarity"] >= 0.9
+    url = f"/api/studies/{world.study.pk}/duplicate-marks/"
+    bad = client.post(url, {"issue": second.pk, "decision": "duplicate"}, "application/json")
+    assert bad.status_code == 400 and "duplicate_of" in bad.json()["detail"]
+    made = client.post(
+        url,
+        {"issue": second.pk, "decision": "duplicate", "duplicate_of": first.pk},
+        "application/json",
+    )
+    assert made.status_code == 201 and made.json()["decided_by"] == world.owner.get_username()
+    undo = client.post(f"{url}{made.json()['id']}/undo/")
+    assert undo.status_code == 200 and undo.json()["withdrawn_at"]
+    assert len(client.get(url).json()) == 1
+    started = client.post(
+        "/api/duplicate-passes/", {"repository": "nobody/none"}, "application/json"
+    )
+    assert started.status_code == 400 and "nobody/none" in started.content.decode()
+    detail = client.get(f"/api/duplicate-passes/{found['job'].pk}/").json()
+    assert detail["status"] == "succeeded" and detail["counts"]["groups"] == 2
+
+
+def test_api_marks_are_for_owners_only(client, found):
+    world = found["world"]
+    client.force_login(world.annotators[0])
+    url = f"/api/studies/{world.study.pk}/duplicate-marks/"
+    assert client.get(url).status_code == 404
+    assert client.post("/api/duplicate-passes/", {}, "application/json").status_code == 404
+
+
+def test_the_schema_lists_the_routes(client, world):
+    client.force_login(world.owner)
+    schema = client.get("/api/schema/?format=json").json()
+    for route in (
+        "/api/duplicate-groups/",
+        "/api/duplicate-passes/",
+        "/api/studies/{study_id}/duplicate-marks/",
+        "/api/issues/{issue_id}/similar/",
+    ):
+        assert route in schema["paths"], route
