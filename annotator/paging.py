@@ -3,9 +3,13 @@ planner's estimate past that.
 
 Counting every match of a broad filter over a million issues reads most of the table (0.7 to 1 s
 on 2 cores, benchmarks/page_scale.py); the planner's estimate (EXPLAIN, nothing run) costs a
-millisecond. Where the planner expects more than `EXACT_COUNT_LIMIT` rows the page shows
-"about N" and says it is an estimate; where it expects fewer, the rows are counted, which is
-then cheap. Off PostgreSQL (the local SQLite demo) every count is exact.
+millisecond. Where the planner expects at most `EXACT_COUNT_LIMIT` rows, they are counted,
+which is then cheap. Where it expects more, a count that stops at the limit checks it (a few
+milliseconds when the rows are that many; the planner's statistics lag a large import until
+the next ANALYZE): under the limit that count is the answer, else the page shows "about N" and
+says it is an estimate. A queryset can skip that check (`capped_count_is_cheap()` false: a
+full-text search, whose capped count still builds the whole match bitmap). Off PostgreSQL
+(the local SQLite demo) every count is exact.
 """
 
 from __future__ import annotations
@@ -41,8 +45,13 @@ class EstimatedPaginator(Paginator):
     def count(self) -> int:
         rows = self.object_list
         estimate = planned_rows(rows) if isinstance(rows, QuerySet) else None
-        self.count_is_estimate = estimate is not None and estimate > self.exact_limit
-        if self.count_is_estimate:
-            assert estimate is not None
-            return estimate
-        return Paginator.count.func(self)  # type: ignore[attr-defined]
+        if estimate is None or estimate <= self.exact_limit:
+            return Paginator.count.func(self)  # type: ignore[attr-defined]
+        assert isinstance(rows, QuerySet)
+        check = getattr(rows, "capped_count_is_cheap", lambda: True)
+        if check():
+            seen = rows[: self.exact_limit + 1].count()
+            if seen <= self.exact_limit:
+                return seen
+        self.count_is_estimate = True
+        return max(estimate, self.exact_limit + 1)

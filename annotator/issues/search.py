@@ -15,11 +15,14 @@ from collections.abc import Callable
 from django.db import connection, transaction
 
 from .models import Issue
-from .sql import index_search_batch
+from .sql import analyze_issues, index_search_batch
 
 # tsvector values are capped at 1 MB; long logs add little to search past their first pages.
 SEARCH_TEXT_LIMIT = 100_000
 INDEX_BATCH_SIZE = 2000
+# Indexing at least this many issues in one call refreshes the planner's statistics after it
+# (the counts of the issue list read them: annotator/paging.py).
+ANALYZE_AFTER = 1000
 
 
 def search_is_indexed() -> bool:
@@ -49,6 +52,8 @@ def index_pending_issues(
         with transaction.atomic():
             done = index_search_batch(batch_size=batch_size, text_limit=SEARCH_TEXT_LIMIT)
         if done <= 0:
+            if total >= ANALYZE_AFTER:
+                analyze_issues()
             return total
         total += done
         if on_batch:

@@ -164,6 +164,15 @@ def index_search_batch(*, batch_size: int, text_limit: int) -> int:
         return int(cursor.rowcount)
 
 
+def analyze_issues() -> None:
+    """Refresh the planner's statistics of the issues table (ANALYZE samples ~30,000 rows:
+    under a second at a million issues). Why here: the issue list takes the planner's row
+    estimates for its counts (annotator/paging.py), and right after a large import they still
+    describe the table before it, until autovacuum gets round to it. No ORM equivalent."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {_issue}")
+
+
 # --- one sync per repository ---------------------------------------------------------------------
 def try_advisory_lock(space: int, key: int) -> bool:
     """Take PostgreSQL's session advisory lock (`space`, `key`) if nobody holds it; whether it

@@ -108,3 +108,29 @@ def test_a_date_window_takes_whole_days(logged_in_client, params, expected):
     response = logged_in_client.get(reverse("issues:list"), params)
 
     assert {issue.number for issue in response.context["page"].object_list} == expected
+
+
+def test_a_stale_estimate_past_the_limit_is_checked_by_a_capped_count(
+    logged_in_client, thirty_issues, monkeypatch
+):
+    issue_models.Issue.objects.filter(number__gt=10).delete()  # the statistics still say 30
+    monkeypatch.setattr(EstimatedPaginator, "exact_limit", 15)
+    assert planned_rows(issue_models.Issue.objects.all()) > 15
+
+    response = logged_in_client.get(reverse("issues:list"))
+
+    paginator = response.context["page"].paginator
+    assert not paginator.count_is_estimate and paginator.count == 10
+    assert "10 issues" in response.content.decode()
+
+
+def test_indexing_a_large_import_refreshes_the_planner_statistics(monkeypatch):
+    from annotator.issues import search
+
+    monkeypatch.setattr(search, "ANALYZE_AFTER", 20)
+    repository = RepositoryFactory()
+    for n in range(1, 31):
+        IssueFactory(repository=repository, number=n)
+
+    assert search.index_pending_issues() == 30
+    assert planned_rows(issue_models.Issue.objects.all()) == 30
