@@ -48,9 +48,6 @@ class ScreeningPlan(models.Model):
     )
     # The round's decision count when the last retrain was asked for (after every N).
     decisions_at_last_retrain = models.PositiveIntegerField(default=0)
-    # PRISMA's "duplicates removed": set from the near-duplicate pass once it is wired in;
-    # 0 until then (the panel, the API and the methods text print it as given).
-    duplicates_removed = models.PositiveIntegerField(default=0)
 
     class Meta:
         constraints = [

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from annotator.similarity.services import duplicate_issue_ids
+
 from .decisions import completion_order, round_items
 from .models import RetrainJob, ScreeningAudit, ScreeningModel, ScreeningPlan
 from .stopping import StoppingTest, audits_needed, stopping_test
@@ -14,8 +16,8 @@ from .stopping import StoppingTest, audits_needed, stopping_test
 
 @dataclass
 class Prisma:
-    """PRISMA-style flow of a screening round. `duplicates_removed` is the plan's figure (0
-    until the near-duplicate pass sets it)."""
+    """PRISMA-style flow of a screening round. `duplicates_removed`: the issues the study's
+    owners marked a near-duplicate (annotator/similarity), which no selection takes."""
 
     candidates: int
     duplicates_removed: int
@@ -132,7 +134,7 @@ def screening_panel(plan: ScreeningPlan) -> Panel:
     included = sum(s.relevant for s in done)
     prisma = Prisma(
         candidates=len(states),
-        duplicates_removed=plan.duplicates_removed,
+        duplicates_removed=len(duplicate_issue_ids(study=plan.round.study_id)),
         screened=len(done),
         audited=audit.audited if audit else 0,
         included=included,

@@ -260,3 +260,20 @@ def test_the_methods_paragraph_reports_the_screening_round() -> None:
     )
     assert "testing whether recall is below 95% at p < 0.05" in text
     assert r"95\%" in methods_latex(facts)
+
+
+def test_prisma_counts_the_issues_marked_near_duplicates_as_removed() -> None:
+    from annotator.similarity.services import mark_issue
+    from tests.factories import IssueFactory
+
+    sw = screening_world(n=10, share=0.5)
+    plan = ScreeningPlan.objects.get(round=sw.world.round)
+    assert screening_panel(plan).prisma.duplicates_removed == 0
+    original, copy, other = IssueFactory(), IssueFactory(), IssueFactory()
+    mark_issue(study=sw.study, issue=copy, decision="duplicate", duplicate_of=original)
+    mark_issue(study=sw.study, issue=other, decision="distinct")
+
+    prisma = screening_panel(plan).prisma
+
+    assert prisma.duplicates_removed == 1
+    assert "1 duplicates removed" in prisma.text()

@@ -189,6 +189,8 @@ def _machine(world: World, item: Item) -> dict[str, int]:
         prompt_sha256="0" * 64,
     )
     return {"machine_rater": rater.pk, "machine_run": run.pk, "machine_call": call.pk}
+
+
 def _duplicates(world: World) -> dict[str, int]:
     """A near-duplicate pass (queued), a group of two of the study's issues, and a mark."""
     from annotator.similarity.models import DuplicateGroup, DuplicateMember, DuplicatePair

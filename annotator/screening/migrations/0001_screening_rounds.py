@@ -75,7 +75,6 @@ class Migration(migrations.Migration):
                 ('looks', models.PositiveSmallIntegerField(default=1, help_text='declared readings of the test, each at alpha / looks')),
                 ('declared_at', models.DateTimeField()),
                 ('decisions_at_last_retrain', models.PositiveIntegerField(default=0)),
-                ('duplicates_removed', models.PositiveIntegerField(default=0)),
                 ('declared_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
                 ('relevant_category', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='taxonomy_app.category')),
                 ('round', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='screening_plan', to='studies.round')),
