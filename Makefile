@@ -67,7 +67,7 @@ lint: venv
 # Scale checks (benchmarks/README.md); each drops and recreates its own *_bench* database.
 BENCHES := import_issues agreement_stats agreement_run export_writers export_run labeling_load \
   study_load sql_vs_orm hostile_files upload_parsing screening_ranking screening_retrain \
-  near_duplicates
+  near_duplicates page_scale
 
 bench: venv
 	@for bench in $(BENCHES); do \

@@ -332,6 +332,17 @@ NOT_ARCHIVED = {
         "by the next retrain (the models that made it are archived)"
     ),
     "screening.retrainjob": "a run of the retrain job: its result is the archived model record",
+    # Near-duplicates (annotator/similarity): groups, pairs, passes and similar issues are
+    # computed over the whole shared pool of issues, not a study's, and a pass makes them again.
+    "similarity.duplicatepass": "a run of the near-duplicate pass over the shared pool",
+    "similarity.duplicategroup": "found by a pass over the shared pool: a pass finds it again",
+    "similarity.duplicatemember": "found by a pass over the shared pool: a pass finds it again",
+    "similarity.duplicatepair": "found by a pass over the shared pool: a pass finds it again",
+    "similarity.similarissues": "computed by a pass over the shared pool: a pass computes it again",
+    "similarity.duplicatemark": (
+        "not yet archived: a mark names issues the study never took (the duplicates left out), "
+        "which an archive, carrying only the issues of the study's items, does not hold"
+    ),
     "issues.issuerevision": (
         "earlier texts of shared issues replaced by imports and syncs: the server's record of "
         "its corpus, not a study's (an archive carries the issues' texts as they are)"

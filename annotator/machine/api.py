@@ -57,7 +57,7 @@ class RaterOutput(serializers.ModelSerializer[MachineRater]):
         ]
 
 
-class RunInput(serializers.Serializer[None]):
+class MachineRunInput(serializers.Serializer[None]):
     round = serializers.IntegerField(help_text="round number")
     sample_size = serializers.IntegerField(
         required=False, allow_null=True, min_value=1, help_text="a seeded sample; empty: all"
@@ -65,7 +65,7 @@ class RunInput(serializers.Serializer[None]):
     seed = serializers.IntegerField(required=False, allow_null=True, min_value=0)
 
 
-class RunOutput(serializers.ModelSerializer[MachineRun]):
+class MachineRunOutput(serializers.ModelSerializer[MachineRun]):
     round = serializers.IntegerField(source="round.number")
     invalid_rate = serializers.SerializerMethodField(
         help_text="invalid answers / answers (labeled + invalid) of this run"
@@ -156,15 +156,17 @@ class EstimateApi(APIView):
 
 
 class RunListCreateApi(APIView):
-    @extend_schema(responses=RunOutput(many=True))
+    @extend_schema(responses=MachineRunOutput(many=True))
     def get(self, request: Request, rater_id: int) -> Response:
         rater = rater_or_404(request, rater_id)
-        return Response(RunOutput(rater.runs.select_related("round")[:100], many=True).data)
+        return Response(MachineRunOutput(rater.runs.select_related("round")[:100], many=True).data)
 
-    @extend_schema(request=RunInput, responses={202: RunOutput, 409: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request=MachineRunInput, responses={202: MachineRunOutput, 409: OpenApiTypes.OBJECT}
+    )
     def post(self, request: Request, rater_id: int) -> Response:
         rater = rater_or_404(request, rater_id)
-        data = RunInput(data=request.data)
+        data = MachineRunInput(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
         try:
@@ -179,14 +181,14 @@ class RunListCreateApi(APIView):
             return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
         except services.MachineError as error:
             raise ValidationError({"detail": str(error)}) from error
-        body = with_queue_notice(RunOutput(run).data, run)
+        body = with_queue_notice(MachineRunOutput(run).data, run)
         return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
 class RunDetailApi(APIView):
-    @extend_schema(responses=RunOutput)
+    @extend_schema(responses=MachineRunOutput)
     def get(self, request: Request, run_id: int) -> Response:
         run = run_or_404(request, run_id)
         if run is None:
             raise Http404
-        return Response(RunOutput(run).data)
+        return Response(MachineRunOutput(run).data)

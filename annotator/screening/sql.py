@@ -19,6 +19,11 @@ from annotator.sql import Table
 from annotator.studies.models import ScreeningRank
 
 _k = Table(ScreeningRank)
+# Two retrains of one round may finish together (the every-N trigger and the owner's button):
+# without the lock the second's DELETE, whose snapshot predates the first's commit, leaves the
+# first's new rows in place and its INSERT collides with them.
+_LOCK = "SELECT pg_advisory_xact_lock(%s, %s)"
+_RANKS_LOCK_SPACE = 19_019  # this statement's own advisory-lock namespace
 _DELETE = f"DELETE FROM {_k} WHERE {_k.round} = %s"
 _INSERT = (
     f"INSERT INTO {_k} ({_k.c('item')}, {_k.c('round')}, {_k.c('rank')})"
@@ -28,7 +33,8 @@ _INSERT = (
 
 def write_ranks(round_id: int, item_ids: Sequence[int]) -> int:
     """Replace the round's ranks by `item_ids` in order (the first gets rank 1); returns how
-    many were written. SQLite (the demo) takes the ORM's path."""
+    many were written. Writers of one round take turns (a transaction-level advisory lock).
+    SQLite (the demo, one process) takes the ORM's path."""
     with transaction.atomic():
         if connection.vendor != "postgresql":
             ScreeningRank.objects.filter(round_id=round_id).delete()
@@ -38,6 +44,7 @@ def write_ranks(round_id: int, item_ids: Sequence[int]) -> int:
             )
             return len(item_ids)
         with connection.cursor() as cursor:
+            cursor.execute(_LOCK, [_RANKS_LOCK_SPACE, round_id])
             cursor.execute(_DELETE, [round_id])
             cursor.execute(_INSERT, [round_id, [int(pk) for pk in item_ids]])
     return len(item_ids)

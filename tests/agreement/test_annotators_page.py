@@ -110,9 +110,10 @@ def _jsonish(value):  # the report through JSON, as the API answers it
 
 
 # The user, the membership (with study and codebook version), the rounds; the label tables
-# (submitted annotations, gold items left out, item count, labels, usernames, prior imports);
+# (submitted annotations, gold items left out, near-duplicates left out, item count, labels,
+# usernames, prior imports);
 # the assignments with their annotations; the decisions' labels. None per item or per annotator.
-PAGE_QUERY_COUNT = 11
+PAGE_QUERY_COUNT = 12
 
 
 @pytest.mark.parametrize("items", [6, 15])

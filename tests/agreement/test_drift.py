@@ -221,9 +221,10 @@ def test_the_api_gives_the_figures_of_the_page(client):
 
 
 # The user, the membership (with study and codebook version), the rounds; the label tables
-# (submitted annotations, gold items left out, item count, labels, usernames, prior imports);
+# (submitted annotations, gold items left out, near-duplicates left out, item count, labels,
+# usernames, prior imports);
 # the round's submitted annotations; the versions; the threshold. None per item or per window.
-PAGE_QUERY_COUNT = 12
+PAGE_QUERY_COUNT = 13
 
 
 @pytest.mark.django_db
