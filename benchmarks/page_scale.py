@@ -185,6 +185,16 @@ def next_ids(model: Any, count: int) -> range:
     return range(start, start + count)
 
 
+def migrate() -> None:
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotator.settings")
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
 def generate(issues: int, items: int) -> dict[str, Any]:
     """The scene, grown. Returns the ids the route walk needs and how long each part took."""
     import django
@@ -575,7 +585,8 @@ def main() -> None:
     env.pop("REDIS_URL", None)  # jobs of the generation run in-process
     # The production shape (docker-compose.yml): gunicorn keeps sessions and caches in Redis.
     served = {**env, "REDIS_URL": os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/1")}
-    world_file = ROOT / "benchmarks" / "results" / "page_scale_world.json"
+    name = url.rsplit("/", 1)[-1]  # one description of the generated data per database
+    world_file = ROOT / "benchmarks" / "results" / f"page_scale_world.{name}.json"
     world_file.parent.mkdir(parents=True, exist_ok=True)
     size = {"issues": args.issues, "items": args.items, "generator": GENERATOR}
     reuse = args.keep and world_file.exists() and json.loads(world_file.read_text())["size"] == size
@@ -592,6 +603,8 @@ def main() -> None:
     else:
         world = json.loads(world_file.read_text())
         print(f"Reusing the database of {args.issues:,} issues ({world_file.name})", flush=True)
+        # The code may have moved on since the data was made: its new migrations apply first.
+        child(env, "import page_scale as p; p.migrate(); print('{}')")
     if args.generate_only:
         return
     code = f"import page_scale as p, json; w = json.load(open({str(world_file)!r})); "
@@ -604,7 +617,7 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(timeout=30)
-    entries_file = world_file.with_name("page_scale_entries.json")
+    entries_file = world_file.with_name(f"page_scale_entries.{name}.json")
     entries_file.write_text(json.dumps(entries))
     code += f"e = json.load(open({str(entries_file)!r})); "
     counts = child(env, code + "print(json.dumps(p.query_counts(w, e)))")
