@@ -12,3 +12,9 @@ from annotator.celery import app as _celery  # noqa: E402
 
 _celery.loader.import_default_modules()
 _celery.finalize()
+
+# Import every view now too (the URLconf imports them): otherwise each server process pays for
+# those imports on its first request, whichever page that is (seconds on a busy machine).
+from django.urls import get_resolver  # noqa: E402
+
+get_resolver().url_patterns  # noqa: B018 -- evaluated for its imports
