@@ -233,6 +233,10 @@ class RoundProgressOutput(serializers.Serializer):
     unassigned = serializers.IntegerField()
     in_progress = serializers.IntegerField()
     complete = serializers.IntegerField()
+    duplicates_left_out = serializers.IntegerField(
+        help_text="items whose issue the owners marked a near-duplicate (not included anyway):"
+        " in none of the round's other figures"
+    )
     annotators = serializers.ListField(child=serializers.DictField())
     unsure = serializers.DictField(
         child=serializers.IntegerField(),
@@ -524,7 +528,8 @@ class AnnotationListApi(generics.ListAPIView):
 
 class ProgressApi(APIView):
     """Progress per round and annotator, and the round's unsure marks by facet (owners and
-    adjudicators)."""
+    adjudicators); items whose issue is a marked near-duplicate are left out of every figure
+    and counted in `duplicates_left_out`."""
 
     @extend_schema(responses=RoundProgressOutput(many=True))
     def get(self, request: Request, study_id: int) -> Response:
@@ -537,6 +542,7 @@ class ProgressApi(APIView):
                 "unassigned": row.unassigned,
                 "in_progress": row.in_progress,
                 "complete": row.complete,
+                "duplicates_left_out": row.duplicates,
                 "annotators": [vars(a) for a in row.annotators],
                 "unsure": {f.key: f.count for f in unsure[row.round.pk].facets},
             }

@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
-from django.db.models import Avg, Count, Sum
+from django.db.models import Count, Exists, OuterRef, Q, Sum
 
 from .. import sql
 from ..models import Annotation, Assignment, Item, Membership, Round, Study
@@ -53,6 +53,35 @@ def annotator_share(*, round_id: int, annotator: Any, max_age: int = 0) -> Share
     items, needed, annotators = _round_size(round_id, max_age)
     expected = min(items, -(-needed // annotators)) if annotators else 0
     return Share(done=done, expected=expected)
+
+
+def annotator_shares(*, study: Study, annotator: Any) -> tuple[list[tuple[Round, Share]], int]:
+    """The annotator's Share of every round of the study (exact, as `annotator_share` with no
+    cache), and how many assignments they hold in it (every status): My items' header and the
+    length of its history. Four queries whatever the number of rounds: their assignments by
+    round, the rounds' sizes, the number of annotators, the rounds."""
+    annotator_id = getattr(annotator, "pk", annotator)
+    mine = {
+        row["item__round_id"]: (row["done"], row["held"])
+        for row in Assignment.objects.filter(item__study=study, annotator_id=annotator_id)
+        .values("item__round_id")
+        .annotate(done=Count("pk", filter=Q(status=Status.SUBMITTED)), held=Count("pk"))
+        .order_by()
+    }
+    sizes = {
+        row["round_id"]: (row["items"], row["needed"] or 0)
+        for row in Item.objects.filter(study=study)
+        .values("round_id")
+        .annotate(items=Count("pk"), needed=Sum("quota"))
+        .order_by()
+    }
+    annotators = Membership.objects.filter(study=study, role=Membership.Role.ANNOTATOR).count()
+    shares = []
+    for round_ in study.rounds.all():
+        items, needed = sizes.get(round_.pk, (0, 0))
+        expected = min(items, -(-needed // annotators)) if annotators else 0
+        shares.append((round_, Share(done=mine.get(round_.pk, (0, 0))[0], expected=expected)))
+    return shares, sum(held for _, held in mine.values())
 
 
 def _round_size(round_id: int, max_age: int) -> tuple[int, int, int]:
@@ -102,11 +131,16 @@ class AnnotatorRow:
 
 @dataclass
 class RoundRow:
+    """A round's items by state and its annotators' rows, near-duplicates left out: `duplicates`
+    items of the round have an issue the owners marked a duplicate (and did not include anyway);
+    they are in none of the other figures."""
+
     round: Round
     unassigned: int = 0
     in_progress: int = 0
     complete: int = 0
     annotators: list[AnnotatorRow] = field(default_factory=list)
+    duplicates: int = 0
 
     @property
     def items(self) -> int:
@@ -133,46 +167,69 @@ class RoundRow:
         return round(self.complete_share + self.in_progress_share, 2)
 
 
+def duplicate_of_study(study: Study | int, issue: str) -> Exists:
+    """True where the row's issue (`issue`: the path to its id from the outer query) is marked a
+    near-duplicate in the study and not included anyway
+    (`annotator.similarity.services.duplicate_issue_ids`): what the study's counts leave out.
+    An EXISTS rather than a list of ids: one anti-join, no extra query."""
+    from annotator.similarity.models import DuplicateMark  # similarity imports studies
+
+    study_id = study.pk if isinstance(study, Study) else study
+    marks = DuplicateMark.objects.excluding().filter(study_id=study_id, issue=OuterRef(issue))
+    return Exists(marks)
+
+
 def study_dashboard(*, study: Study) -> list[RoundRow]:
     """Per round: items by state, and per annotator done, skipped, in progress, timed out and
-    the mean seconds per submitted item. Four queries, whatever the study's size."""
+    the mean seconds per submitted item; items whose issue is a marked near-duplicate are left
+    out of all of these and counted apart. Four queries, whatever the study's size: one pass
+    over the items, one over the assignments with their annotations."""
     rows = {r.pk: RoundRow(round=r) for r in study.rounds.all()}
     # "state" is with_state()'s annotation, which the stubs' plugin cannot see through a method
-    states = Item.objects.filter(study=study).with_state().values("round_id", "state")  # type: ignore[misc]
+    states = (
+        Item.objects.filter(study=study)
+        .with_state()
+        .annotate(duplicate=duplicate_of_study(study, "issue_id"))
+        .values("round_id", "state", "duplicate")  # type: ignore[misc]
+    )
     for row in states.annotate(n=Count("pk")).order_by():
-        setattr(rows[row["round_id"]], row["state"].replace(" ", "_"), row["n"])
+        if row["duplicate"]:
+            rows[row["round_id"]].duplicates += row["n"]
+        else:
+            setattr(rows[row["round_id"]], row["state"].replace(" ", "_"), row["n"])
     _fill_annotators(study, rows)
     return list(rows.values())
 
 
 def _fill_annotators(study: Study, rows: dict[int, RoundRow]) -> None:
-    names = dict(
-        get_user_model()
-        .objects.filter(assignments__item__study=study)
-        .values_list("pk", "username")
-        .distinct()
-    )
-    seconds = {
-        (row["assignment__item__round_id"], row["assignment__annotator_id"]): row["avg"]
-        for row in Annotation.objects.filter(
-            assignment__item__study=study, status=Annotation.Status.SUBMITTED
-        )
-        .values("assignment__item__round_id", "assignment__annotator_id")
-        .annotate(avg=Avg("seconds_spent"))
-        .order_by()
-    }
-    table: dict[tuple[int, int], AnnotatorRow] = {}
-    for row in (
+    """Each annotator's row of each round, from one grouped pass over the study's assignments
+    (near-duplicates left out) joined to their annotations: the count by status, and the sum
+    and number of the submitted annotations' seconds, whose quotient is the mean."""
+    submitted = Q(annotation__status=Annotation.Status.SUBMITTED)
+    groups = list(
         Assignment.objects.filter(item__study=study)
+        .exclude(duplicate_of_study(study, "item__issue_id"))
         .values("item__round_id", "annotator_id", "status")
-        .annotate(n=Count("pk"))
+        .annotate(
+            n=Count("pk"),
+            seconds=Sum("annotation__seconds_spent", filter=submitted),
+            timed=Count("annotation__pk", filter=submitted),
+        )
         .order_by()
-    ):
+    )
+    ids = {row["annotator_id"] for row in groups}
+    names = dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "username"))
+    table: dict[tuple[int, int], AnnotatorRow] = {}
+    seconds: dict[tuple[int, int], tuple[int, int]] = {}
+    for row in groups:
         key = (row["item__round_id"], row["annotator_id"])
         entry = table.setdefault(key, AnnotatorRow(username=names.get(key[1], "?")))
         _count(entry, row["status"], row["n"])
+        total, timed = seconds.get(key, (0, 0))
+        seconds[key] = (total + (row["seconds"] or 0), timed + row["timed"])
     for (round_id, annotator_id), entry in sorted(table.items(), key=lambda kv: kv[1].username):
-        entry.avg_seconds = seconds.get((round_id, annotator_id))
+        total, timed = seconds[(round_id, annotator_id)]
+        entry.avg_seconds = total / timed if timed else None
         rows[round_id].annotators.append(entry)
 
 
