@@ -31,6 +31,8 @@ from annotator.studies.services.progress import (
     RoundRow,
     annotator_share,
     annotator_shares,
+    round_progress,
+    rounds_progress,
     study_dashboard,
 )
 from tests.factories import IssueFactory, UserFactory
@@ -166,12 +168,21 @@ def counted() -> Iterator[CaptureQueriesContext]:
         yield queries
 
 
-@pytest.mark.parametrize("route", ["studies:dashboard", "api-progress", "studies:mine"])
-def test_the_query_count_does_not_grow_with_rounds_or_items(client, route):
+@pytest.mark.parametrize(
+    ("route", "role"),
+    [
+        ("studies:dashboard", "owner"),
+        ("api-progress", "owner"),
+        ("studies:mine", "annotator"),
+        ("studies:detail", "owner"),
+        ("studies:detail", "annotator"),
+    ],
+)
+def test_the_query_count_does_not_grow_with_rounds_or_items(client, route, role):
     counts = []
     for rounds, items in ((1, 8), (4, 12)):
         world = planted(rounds=rounds, items=items)
-        viewer = world.annotators[0] if route == "studies:mine" else world.owner
+        viewer = world.annotators[0] if role == "annotator" else world.owner
         client.force_login(viewer)
         url = reverse(route, args=[world.study.pk])
         client.get(url)  # sessions, caches
@@ -274,3 +285,11 @@ def test_unsure_marks_of_a_duplicate_leave_the_figures():
     on_item = Annotation.objects.filter(assignment__item__issue=issue, status="submitted")
     gone = on_item.exclude(unsure=[]).count()
     assert unsure_figures(study=world.study)[world.round.pk].annotations == before - gone
+
+
+def test_the_study_pages_round_figures_equal_each_rounds_own():
+    world = planted(rounds=3)
+    progress = rounds_progress(study=world.study)
+    every = {r.pk: round_progress(round_id=r.pk) for r in world.study.rounds.all()}
+    assert progress == every
+    assert sum(p.done for p in progress.values()) == 9
