@@ -29,7 +29,6 @@ from .errors import LabelErrors, StudyError, UnsureError
 from .models import Annotation, AnnotationLabel, Assignment, Membership, Round, Study
 from .services.gold import feedback as gold_feedback
 from .services.progress import study_dashboard
-from .services.unsure import unsure_figures
 
 Role = Membership.Role
 
@@ -535,7 +534,6 @@ class ProgressApi(APIView):
     def get(self, request: Request, study_id: int) -> Response:
         study = _membership(request, study_id, SEE_ALL).study
         rows = study_dashboard(study=study)
-        unsure = unsure_figures(study=study)
         data = [
             {
                 "round": row.round,
@@ -544,7 +542,7 @@ class ProgressApi(APIView):
                 "complete": row.complete,
                 "duplicates_left_out": row.duplicates,
                 "annotators": [vars(a) for a in row.annotators],
-                "unsure": {f.key: f.count for f in unsure[row.round.pk].facets},
+                "unsure": {f.key: f.count for f in row.unsure.facets},
             }
             for row in rows
         ]

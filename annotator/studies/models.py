@@ -514,6 +514,11 @@ class Annotation(models.Model):
 
     class Meta:
         ordering = ["assignment_id"]
+        indexes = [
+            # The newest annotation change, read in one index probe: part of the fingerprint
+            # under which the dashboard caches its annotators' table (services/progress.py).
+            models.Index(fields=["updated_at"], name="annotation_updated"),
+        ]
 
     def __str__(self) -> str:
         return f"annotation {self.pk} ({self.status})"

@@ -7,21 +7,26 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
 from django.db import connection
 from django.db.models import Avg, Count
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
 from annotator.issues.models import Issue, Repository
-from annotator.similarity.services import mark_issue
+from annotator.similarity.models import DuplicateMark
+from annotator.similarity.services import mark_issue, withdraw_mark
 from annotator.studies.models import Annotation, Assignment, Item, Membership, Round, Study
 from annotator.studies.services import (
     add_member,
     create_round,
     next_assignment,
+    release_stale_assignments,
     select_issues,
     skip_assignment,
     submit_annotation,
@@ -35,6 +40,7 @@ from annotator.studies.services.progress import (
     rounds_progress,
     study_dashboard,
 )
+from annotator.studies.services.unsure import unsure_figures
 from tests.factories import IssueFactory, UserFactory
 from tests.studies.factories import World, make_world
 
@@ -135,15 +141,25 @@ def as_dicts(rows: list[RoundRow]) -> list[dict[str, object]]:
             "round": row.round.pk,
             "states": (row.unassigned, row.in_progress, row.complete),
             "annotators": [vars(x) for x in row.annotators],
+            "unsure": row.unsure,
         }
         for row in rows
     ]
 
 
+def old_figures(study: Study) -> list[dict[str, object]]:
+    rows = old_dashboard(study)
+    unsure = unsure_figures(study=study)
+    for row in rows:
+        row.unsure = unsure[row.round.pk]
+    return as_dicts(rows)
+
+
 def test_the_dashboard_figures_equal_the_per_round_computation_they_replace():
     world = planted(rounds=3)
     new = study_dashboard(study=world.study)
-    assert as_dicts(new) == as_dicts(old_dashboard(world.study))
+    assert as_dicts(new) == old_figures(world.study)
+    assert as_dicts(study_dashboard(study=world.study)) == as_dicts(new)  # from the cache
     assert sum(len(row.annotators) for row in new) >= 3  # the data exercise the table
     assert {row.duplicates for row in new} == {0}
     statuses = set(Assignment.objects.values_list("status", flat=True))
@@ -229,7 +245,7 @@ def test_a_marked_duplicate_leaves_the_dashboard_and_progress_counts(client):
     assert left == total - lost
     # The same as the old computation over the study without the item.
     Item.objects.filter(pk=item.pk).delete()
-    assert as_dicts(list(after.values())) == as_dicts(old_dashboard(world.study))
+    assert as_dicts(list(after.values())) == old_figures(world.study)
 
 
 def test_the_dashboard_and_the_api_say_how_many_duplicates_were_left_out(client):
@@ -273,8 +289,6 @@ def test_a_duplicate_included_anyway_or_withdrawn_counts_again(client):
 
 
 def test_unsure_marks_of_a_duplicate_leave_the_figures():
-    from annotator.studies.services.unsure import unsure_figures
-
     world = planted(rounds=1)
     marked = Annotation.objects.filter(status="submitted").exclude(unsure=[]).first()
     assert marked is not None
@@ -293,3 +307,99 @@ def test_the_study_pages_round_figures_equal_each_rounds_own():
     every = {r.pk: round_progress(round_id=r.pk) for r in world.study.rounds.all()}
     assert progress == every
     assert sum(p.done for p in progress.values()) == 9
+
+
+# --- the cache of the annotators' table: every write changes its key --------------------------
+def fresh(study: Study) -> list[dict[str, object]]:
+    cache.clear()
+    return as_dicts(study_dashboard(study=study))
+
+
+def test_the_annotators_table_comes_from_the_cache_until_a_write_changes_it():
+    world = planted(rounds=2)
+    cache.clear()
+    with counted() as cold:
+        study_dashboard(study=world.study)
+    with counted() as warm:
+        study_dashboard(study=world.study)
+    assert len(warm) < len(cold)
+    assert not any("studies_annotation" in q["sql"] for q in warm.captured_queries[:2])
+    a, b, c = world.annotators
+    submitted = Assignment.objects.filter(annotator=a, status=Status.SUBMITTED).first()
+
+    def resubmit() -> None:  # same counters, other seconds and unsure marks
+        submit_annotation(
+            assignment=submitted,
+            user=a,
+            labels=world.labels(screening="relevant", symptom="hang"),
+            seconds_spent=999,
+            unsure=("screening",),
+        )
+
+    def expire() -> None:
+        release_stale_assignments(now=timezone.now() + timedelta(days=2), minutes=1)
+
+    def mark() -> None:
+        issue = Assignment.objects.filter(status=Status.SUBMITTED).last().item.issue
+        other = next(i for i in world.issues if i.pk != issue.pk)
+        mark_issue(study=world.study, issue=issue, decision="duplicate", duplicate_of=other)
+
+    def withdraw() -> None:
+        withdraw_mark(study=world.study, mark_id=DuplicateMark.objects.get().pk)
+
+    writes = [
+        ("submit", lambda: submit(world, b, seconds=41)),
+        ("re-submit", resubmit),
+        ("skip", lambda: skip_assignment(assignment=take(world, c), user=c, reason="x")),
+        ("timeout", expire),
+        ("hand-out", lambda: take(world, c)),
+        ("near-duplicate", mark),
+        ("withdrawn", withdraw),
+    ]
+    for name, write in writes:
+        before = as_dicts(study_dashboard(study=world.study))  # cached
+        write()
+        after = as_dicts(study_dashboard(study=world.study))
+        assert after != before, name
+        assert after == fresh(world.study), name
+
+
+def test_my_shares_come_from_the_cache_until_a_write_changes_them():
+    world = planted(rounds=2)
+    a, _, c = world.annotators
+
+    def uncached(person) -> list[object]:  # type: ignore[no-untyped-def]
+        return [
+            (r.pk, annotator_share(round_id=r.pk, annotator=person))
+            for r in world.study.rounds.all()
+        ]
+
+    def shares(person) -> list[object]:  # type: ignore[no-untyped-def]
+        world.study.refresh_from_db()
+        return [(r.pk, s) for r, s in annotator_shares(study=world.study, annotator=person)[0]]
+
+    def new_member() -> None:
+        add_member(study=world.study, user=UserFactory(), role=Membership.Role.ANNOTATOR)
+
+    def selection() -> None:
+        IssueFactory.create_batch(3, repository=world.issues[0].repository)
+        round_ = create_round(study=world.study, kind=Round.Kind.MAIN)
+        select_issues(
+            study=world.study,
+            round=round_,
+            filters={"repository": world.issues[0].repository.pk},
+            seed=3,
+            user=world.owner,
+        )
+
+    writes = [
+        ("submit", lambda: submit(world, c, seconds=5)),
+        ("hand-out", lambda: take(world, c)),
+        ("member", new_member),
+        ("selection", selection),
+    ]
+    for name, write in writes:
+        assert shares(c) == uncached(c), name  # and now in the cache
+        write()
+        assert shares(c) == uncached(c), name
+        assert shares(a) == uncached(a), name

@@ -3,12 +3,13 @@ aggregate queries each, whatever the number of items)."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
-from django.db.models import Count, Exists, OuterRef, Q, Sum
+from django.db.models import Count, Exists, OuterRef, Q, Subquery, Sum
 
 from .. import sql
 from ..models import Annotation, Assignment, Item, Membership, Round, Study
@@ -56,11 +57,36 @@ def annotator_share(*, round_id: int, annotator: Any, max_age: int = 0) -> Share
 
 
 def annotator_shares(*, study: Study, annotator: Any) -> tuple[list[tuple[Round, Share]], int]:
-    """The annotator's Share of every round of the study (exact, as `annotator_share` with no
-    cache), and how many assignments they hold in it (every status): My items' header and the
-    length of its history. Four queries whatever the number of rounds: their assignments by
-    round, the rounds' sizes, the number of annotators, the rounds."""
+    """The annotator's Share of every round of the study (as `annotator_share` with no cache),
+    and how many assignments they hold in it (every status): My items' header and the length of
+    its history. Two passes (their assignments by round, the rounds' items), kept in the cache
+    under a fingerprint that every write to them changes (`_shares_fingerprint`): three queries
+    when the cache holds them, five when it does not, whatever the number of rounds."""
     annotator_id = getattr(annotator, "pk", annotator)
+    rounds = list(study.rounds.all())
+    latest = _latest_writes(study)
+    fingerprint = repr(([r.pk for r in rounds], study.overlap_k, latest))
+    digest = hashlib.sha256(fingerprint.encode()).hexdigest()[:32]
+    key = f"studies:shares:{study.pk}:{annotator_id}:{digest}"
+    figures = cache.get(key)
+    if figures is None:
+        figures = _share_figures(study, annotator_id)
+        cache.set(key, figures, DASHBOARD_CACHE_SECONDS)
+    mine, sizes = figures
+    annotators = latest[-1] or 0
+    shares = []
+    for round_ in rounds:
+        items, needed = sizes.get(round_.pk, (0, 0))
+        expected = min(items, -(-needed // annotators)) if annotators else 0
+        shares.append((round_, Share(done=mine.get(round_.pk, (0, 0))[0], expected=expected)))
+    return shares, sum(held for _, held in mine.values())
+
+
+def _share_figures(
+    study: Study, annotator_id: int
+) -> tuple[dict[int, tuple[int, int]], dict[int, tuple[int, int]]]:
+    """By round id: the annotator's (submitted, held) assignments, and the round's (items,
+    annotations needed)."""
     mine = {
         row["item__round_id"]: (row["done"], row["held"])
         for row in Assignment.objects.filter(item__study=study, annotator_id=annotator_id)
@@ -75,13 +101,41 @@ def annotator_shares(*, study: Study, annotator: Any) -> tuple[list[tuple[Round,
         .annotate(items=Count("pk"), needed=Sum("quota"))
         .order_by()
     }
-    annotators = Membership.objects.filter(study=study, role=Membership.Role.ANNOTATOR).count()
-    shares = []
-    for round_ in study.rounds.all():
-        items, needed = sizes.get(round_.pk, (0, 0))
-        expected = min(items, -(-needed // annotators)) if annotators else 0
-        shares.append((round_, Share(done=mine.get(round_.pk, (0, 0))[0], expected=expected)))
-    return shares, sum(held for _, held in mine.values())
+    return mine, sizes
+
+
+def _latest_writes(study: Study) -> tuple[Any, ...]:
+    """The newest assignment id, annotation change and item id (anywhere: one index probe
+    each), the study's newest near-duplicate mark and number of marks in force, and its number
+    of annotators, in one query: the part of the cache fingerprints that a hand-out, a
+    (re-)submit, a selection, a mark or a member changes.
+
+    An item's quota changes only with the study's k (`update_study`, in the shares' fingerprint
+    beside this) or its number of annotators (calibration rounds). Skips, timeouts and
+    releases change no count of the shares (they count every status held, and submitted ones
+    stay so); for the dashboard they move the item counters in its own fingerprint."""
+    from annotator.similarity.models import DuplicateMark  # similarity imports studies
+
+    marks = DuplicateMark.objects.filter(study=study).order_by()
+    in_force = DuplicateMark.objects.excluding().filter(study=study).order_by()
+    annotators = Membership.objects.filter(study=study, role=Membership.Role.ANNOTATOR)
+    return tuple(
+        Study.objects.filter(pk=study.pk)
+        .annotate(
+            assignment=Subquery(Assignment.objects.order_by("-pk").values("pk")[:1]),
+            annotation=Subquery(
+                Annotation.objects.order_by("-updated_at").values("updated_at")[:1]
+            ),
+            item=Subquery(Item.objects.order_by("-pk").values("pk")[:1]),
+            mark=Subquery(marks.order_by("-pk").values("pk")[:1]),
+            marks=Subquery(in_force.values("study").annotate(n=Count("pk")).values("n")[:1]),
+            annotators=Subquery(
+                annotators.order_by().values("study").annotate(n=Count("pk")).values("n")[:1]
+            ),
+        )
+        .values_list("assignment", "annotation", "item", "mark", "marks", "annotators")
+        .get()
+    )
 
 
 def _round_size(round_id: int, max_age: int) -> tuple[int, int, int]:
@@ -154,6 +208,7 @@ class RoundRow:
     complete: int = 0
     annotators: list[AnnotatorRow] = field(default_factory=list)
     duplicates: int = 0
+    unsure: Any = None  # the round's services.unsure.UnsureFigures
 
     @property
     def items(self) -> int:
@@ -192,32 +247,95 @@ def duplicate_of_study(study: Study | int, issue: str) -> Exists:
     return Exists(marks)
 
 
+# How long the annotators' table may stay in the cache under an unchanged fingerprint: a bound
+# for what no fingerprint sees (a renamed account), not the freshness of the figures.
+DASHBOARD_CACHE_SECONDS = 600
+
+
+def duplicates_by_round(study: Study) -> dict[int, int]:
+    """The study's items whose issue is a marked near-duplicate (not included anyway), counted
+    by round: a join from the marks (few) to the items through their issue."""
+    from annotator.similarity.models import DuplicateMark  # similarity imports studies
+
+    marked = DuplicateMark.objects.excluding().filter(study=study).values("issue_id")
+    return dict(
+        Item.objects.filter(study=study, issue_id__in=marked)
+        .values("round_id")
+        .annotate(n=Count("pk"))
+        .order_by()
+        .values_list("round_id", "n")
+    )
+
+
 def study_dashboard(*, study: Study) -> list[RoundRow]:
-    """Per round: items by state, and per annotator done, skipped, in progress, timed out and
-    the mean seconds per submitted item; items whose issue is a marked near-duplicate are left
-    out of all of these and counted apart. Four queries, whatever the study's size: one pass
-    over the items, one over the assignments with their annotations."""
+    """Per round: items by state, per annotator done, skipped, in progress, timed out and the
+    mean seconds per submitted item, and the unsure marks (`RoundRow.unsure`); items whose issue
+    is a marked near-duplicate are left out of all of these and counted apart.
+
+    The items' states are read on every call (one pass over the study's items). The annotators'
+    table and the unsure marks (a pass over every assignment and annotation: over a second at
+    100,000 items on a loaded machine) come from the cache under a fingerprint that every write
+    to them changes (`_fingerprint`), so a page never shows them older than the data. Four
+    queries when the cache holds them, four more when it does not, whatever the study's size."""
     rows = {r.pk: RoundRow(round=r) for r in study.rounds.all()}
     # "state" is with_state()'s annotation, which the stubs' plugin cannot see through a method
     states = (
         Item.objects.filter(study=study)
+        .exclude(duplicate_of_study(study, "issue_id"))
         .with_state()
-        .annotate(duplicate=duplicate_of_study(study, "issue_id"))
-        .values("round_id", "state", "duplicate")  # type: ignore[misc]
+        .values("round_id", "state")  # type: ignore[misc]
+        .annotate(
+            n=Count("pk"),
+            active=Sum("active_count"),
+            submitted=Sum("submitted_count"),
+            quota=Sum("quota"),
+        )
+        .order_by("round_id", "state")
     )
-    for row in states.annotate(n=Count("pk")).order_by():
-        if row["duplicate"]:
-            rows[row["round_id"]].duplicates += row["n"]
-        else:
-            setattr(rows[row["round_id"]], row["state"].replace(" ", "_"), row["n"])
-    _fill_annotators(study, rows)
+    counters: list[tuple[Any, ...]] = []
+    for row in states:
+        counters.append(tuple(row.values()))
+        setattr(rows[row["round_id"]], row["state"].replace(" ", "_"), row["n"])
+    for round_id, n in duplicates_by_round(study).items():
+        rows[round_id].duplicates = n
+        counters.append((round_id, "duplicates", n))
+    key = f"studies:dashboard:{study.pk}:{_fingerprint(study, [*rows], counters)}"
+    tables = cache.get(key)
+    if tables is None:
+        tables = _annotator_tables(study, rows), _unsure(study)
+        cache.set(key, tables, DASHBOARD_CACHE_SECONDS)
+    annotators, unsure = tables
+    for round_id, row in rows.items():
+        row.annotators = annotators.get(round_id, [])
+        row.unsure = unsure[round_id]
     return list(rows.values())
 
 
-def _fill_annotators(study: Study, rows: dict[int, RoundRow]) -> None:
-    """Each annotator's row of each round, from one grouped pass over the study's assignments
-    (near-duplicates left out) joined to their annotations: the count by status, and the sum
-    and number of the submitted annotations' seconds, whose quotient is the mean."""
+def _unsure(study: Study) -> dict[int, Any]:
+    from .unsure import unsure_figures  # unsure imports duplicate_of_study from here
+
+    return unsure_figures(study=study)
+
+
+def _fingerprint(study: Study, rounds: list[int], counters: list[tuple[Any, ...]]) -> str:
+    """What the annotators' table and the unsure marks are computed from, read cheaply: the
+    study's rounds, its item counters by round and state (every hand-out, submit, skip,
+    timeout, release and quota change moves one), the newest assignment id and the newest
+    annotation change (index `annotation_updated`; a re-submit changes its time, seconds and
+    unsure marks without a counter), and the study's near-duplicate marks (a new mark is a new
+    row, a withdrawal changes the count of those in force). One query for the last three.
+
+    What no fingerprint sees: a renamed account (bounded by DASHBOARD_CACHE_SECONDS), and a
+    write whose transaction began before and commits after another's newer id or time with no
+    counter moving (a re-submit racing another write): the next write corrects it."""
+    latest = _latest_writes(study)
+    return hashlib.sha256(repr((rounds, counters, latest)).encode()).hexdigest()[:32]
+
+
+def _annotator_tables(study: Study, rows: dict[int, RoundRow]) -> dict[int, list[AnnotatorRow]]:
+    """Each annotator's row of each round, by round id, from one grouped pass over the study's
+    assignments (near-duplicates left out) joined to their annotations: the count by status,
+    and the sum and number of the submitted annotations' seconds, whose quotient is the mean."""
     submitted = Q(annotation__status=Annotation.Status.SUBMITTED)
     groups = list(
         Assignment.objects.filter(item__study=study)
@@ -240,10 +358,12 @@ def _fill_annotators(study: Study, rows: dict[int, RoundRow]) -> None:
         _count(entry, row["status"], row["n"])
         total, timed = seconds.get(key, (0, 0))
         seconds[key] = (total + (row["seconds"] or 0), timed + row["timed"])
+    out: dict[int, list[AnnotatorRow]] = {pk: [] for pk in rows}
     for (round_id, annotator_id), entry in sorted(table.items(), key=lambda kv: kv[1].username):
         total, timed = seconds[(round_id, annotator_id)]
         entry.avg_seconds = total / timed if timed else None
-        rows[round_id].annotators.append(entry)
+        out[round_id].append(entry)
+    return out
 
 
 def _count(entry: AnnotatorRow, status: str, n: int) -> None:
