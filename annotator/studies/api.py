@@ -29,7 +29,6 @@ from .errors import LabelErrors, StudyError, UnsureError
 from .models import Annotation, AnnotationLabel, Assignment, Membership, Round, Study
 from .services.gold import feedback as gold_feedback
 from .services.progress import study_dashboard
-from .services.unsure import unsure_figures
 
 Role = Membership.Role
 
@@ -233,6 +232,10 @@ class RoundProgressOutput(serializers.Serializer):
     unassigned = serializers.IntegerField()
     in_progress = serializers.IntegerField()
     complete = serializers.IntegerField()
+    duplicates_left_out = serializers.IntegerField(
+        help_text="items whose issue the owners marked a near-duplicate (not included anyway):"
+        " in none of the round's other figures"
+    )
     annotators = serializers.ListField(child=serializers.DictField())
     unsure = serializers.DictField(
         child=serializers.IntegerField(),
@@ -524,21 +527,22 @@ class AnnotationListApi(generics.ListAPIView):
 
 class ProgressApi(APIView):
     """Progress per round and annotator, and the round's unsure marks by facet (owners and
-    adjudicators)."""
+    adjudicators); items whose issue is a marked near-duplicate are left out of every figure
+    and counted in `duplicates_left_out`."""
 
     @extend_schema(responses=RoundProgressOutput(many=True))
     def get(self, request: Request, study_id: int) -> Response:
         study = _membership(request, study_id, SEE_ALL).study
         rows = study_dashboard(study=study)
-        unsure = unsure_figures(study=study)
         data = [
             {
                 "round": row.round,
                 "unassigned": row.unassigned,
                 "in_progress": row.in_progress,
                 "complete": row.complete,
+                "duplicates_left_out": row.duplicates,
                 "annotators": [vars(a) for a in row.annotators],
-                "unsure": {f.key: f.count for f in unsure[row.round.pk].facets},
+                "unsure": {f.key: f.count for f in row.unsure.facets},
             }
             for row in rows
         ]

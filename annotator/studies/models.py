@@ -420,6 +420,9 @@ class Assignment(models.Model):
         ]
         indexes = [
             models.Index(fields=["annotator", "status"], name="assignment_annotator"),
+            # My items: an annotator's history newest first, a page at a time, without sorting
+            # their whole history (100,000 assignments in a large study).
+            models.Index(fields=["annotator", "-assigned_at", "-id"], name="assignment_history"),
             models.Index(
                 fields=["touched_at"], condition=Q(status="assigned"), name="assignment_stale"
             ),
@@ -511,6 +514,11 @@ class Annotation(models.Model):
 
     class Meta:
         ordering = ["assignment_id"]
+        indexes = [
+            # The newest annotation change, read in one index probe: part of the fingerprint
+            # under which the dashboard caches its annotators' table (services/progress.py).
+            models.Index(fields=["updated_at"], name="annotation_updated"),
+        ]
 
     def __str__(self) -> str:
         return f"annotation {self.pk} ({self.status})"

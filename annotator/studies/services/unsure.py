@@ -1,6 +1,7 @@
 """Figures of the "unsure" marks for the dashboard and the progress API (read-only): per round,
 how many submitted annotations marked each facet unsure, and per annotator how many of theirs
-marked any. Drafts never count: a mark counts once it is submitted."""
+marked any. Drafts never count: a mark counts once it is submitted. Items whose issue is a
+marked near-duplicate are left out, as from the dashboard's other figures."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass, field
 
 from ..codebook import codebook_schema
 from ..models import Annotation, Study
+from .progress import duplicate_of_study
 
 
 @dataclass(frozen=True)
@@ -27,10 +29,11 @@ class UnsureFigures:
 
 def unsure_figures(*, study: Study) -> dict[int, UnsureFigures]:
     """By round id, for every round of the study: the unsure marks of its submitted
-    annotations. One query, over the annotations that carry a mark."""
+    annotations (near-duplicates left out). One query, over the annotations that carry a mark."""
     marked = (
         Annotation.objects.filter(assignment__item__study=study, status=Annotation.Status.SUBMITTED)
         .exclude(unsure=[])
+        .exclude(duplicate_of_study(study, "assignment__item__issue_id"))
         .values_list("assignment__item__round_id", "assignment__annotator__username", "unsure")
     )
     facets: dict[int, Counter[str]] = {}

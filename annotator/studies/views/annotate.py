@@ -30,7 +30,7 @@ from ..errors import LabelErrors, StudyError
 from ..forms import SkipForm
 from ..models import Annotation, AnnotationLabel, Assignment, Membership
 from ..services.gold import gold_after_submit
-from ..services.progress import annotator_share
+from ..services.progress import annotator_share, annotator_shares
 from .facets import facets_html
 
 # The round's size behind the annotator's share on the annotate page may be this many seconds
@@ -289,17 +289,20 @@ def my_items(request: HttpRequest, study_id: int) -> HttpResponse:
     of each round."""
     membership = membership_or_404(request, study_id, {Membership.Role.ANNOTATOR})
     study = membership.study
+    # The shares' pass over the annotator's assignments also counts them: the pager's length
+    # costs no COUNT of its own. A page walks the index assignment_history (newest first).
+    shares, held = annotator_shares(study=study, annotator=request.user)
     assignments = (
         Assignment.objects.filter(item__study=study, annotator_id=request.user.pk)
         .select_related("item__issue__repository", "item__round", "annotation")
+        .defer(*(f"item__issue__{name}" for name in ("body", "raw", "search_vector")))
         .order_by("-assigned_at", "-pk")
     )
-    page = Paginator(assignments, MY_ITEMS_PER_PAGE).get_page(request.GET.get("page"))
+    paginator = Paginator(assignments, MY_ITEMS_PER_PAGE)
+    paginator.count = held
+    page = paginator.get_page(request.GET.get("page"))
     labels = _labels_of([a.pk for a in page.object_list])
     rows = [(a, labels.get(a.pk, [])) for a in page.object_list]
-    shares = [
-        (r, annotator_share(round_id=r.pk, annotator=request.user)) for r in study.rounds.all()
-    ]
     context = {"study": study, "page": page, "rows": rows, "shares": shares}
     return render(request, "studies/my_items.html", context)
 

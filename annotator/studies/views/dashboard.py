@@ -14,15 +14,12 @@ from ..access import SEE_ALL, membership_or_404, signed_in
 from ..models import Annotation, AnnotationLabel, GoldAnswer, Item, Membership
 from ..services.gold import gold_accuracy
 from ..services.progress import RoundRow, study_dashboard
-from ..services.unsure import UnsureFigures, unsure_figures
+from ..services.unsure import UnsureFigures
 
 
 def dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
     membership = membership_or_404(request, study_id, SEE_ALL)
-    figures = unsure_figures(study=membership.study)
-    rounds = [
-        _with_unsure(row, figures[row.round.pk]) for row in study_dashboard(study=membership.study)
-    ]
+    rounds = [_with_unsure(row, row.unsure) for row in study_dashboard(study=membership.study)]
     context: dict[str, Any] = {
         "study": membership.study,
         "membership": membership,

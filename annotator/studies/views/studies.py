@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotator.accounts.forms import SignupForm
+from annotator.issues.filter_text import filter_names
 from annotator.issues.rendering import markdown_html
 
 from .. import services
@@ -30,7 +31,7 @@ from ..forms import (
     StudyForm,
 )
 from ..models import Assignment, Invitation, Membership, Round, Selection, Study
-from ..services.progress import annotator_share, round_progress
+from ..services.progress import Progress, annotator_shares, rounds_progress
 
 Role = Membership.Role
 Status = Assignment.Status
@@ -61,13 +62,12 @@ def study_create(request: HttpRequest) -> HttpResponse:
 def study_detail(request: HttpRequest, study_id: int) -> HttpResponse:
     membership = membership_or_404(request, study_id)
     study = membership.study
-    rounds = list(study.rounds.all())
     context = {
         "membership": membership,
         "study": study,
         "guidelines_html": markdown_html(study.guidelines),
-        "rounds": [(r, _all(membership, r), _mine(membership, r)) for r in rounds],
-        "selections": Selection.objects.filter(study=study).select_related("round"),
+        "rounds": _round_figures(membership),
+        "selections": _selections(study),
         "members": study.memberships.select_related("user") if membership.is_owner else (),
         "invitations": (
             Invitation.objects.filter(study=study).live().order_by("-created_at")
@@ -85,15 +85,27 @@ def _machine_on(study_id: int) -> bool:
     return feature_on(study_id)
 
 
-def _all(membership: Membership, round: Round) -> object:
-    """The round's exact figures, for those who see every label (an annotator sees their own)."""
-    return round_progress(round_id=round.pk) if membership.sees_all_labels else None
+def _selections(study: Study) -> list[Selection]:
+    """The study's selections with the names their filters refer to read once for all (one
+    query, not one per selection)."""
+    selections = list(Selection.objects.filter(study=study).select_related("round"))
+    names = filter_names(s.filters for s in selections)
+    for selection in selections:
+        selection.__dict__["_filter_names"] = names  # Selection._filter_names, a cached_property
+    return selections
 
 
-def _mine(membership: Membership, round: Round) -> object:
-    if membership.role != Role.ANNOTATOR:
-        return None
-    return annotator_share(round_id=round.pk, annotator=membership.user)
+def _round_figures(membership: Membership) -> list[tuple[Round, object, object]]:
+    """Each round with its exact figures for those who see every label, and the annotator's
+    own share for an annotator: a few grouped queries, whatever the number of rounds."""
+    study = membership.study
+    if membership.role == Role.ANNOTATOR:
+        shares, _ = annotator_shares(study=study, annotator=membership.user)
+        return [(r, None, share) for r, share in shares]
+    if membership.sees_all_labels:
+        progress = rounds_progress(study=study)
+        return [(r, progress.get(r.pk, Progress(0, 0)), None) for r in study.rounds.all()]
+    return [(r, None, None) for r in study.rounds.all()]
 
 
 @require_http_methods(["GET", "POST"])
