@@ -12,7 +12,7 @@ from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -253,22 +253,32 @@ class CalibrationPassApi(APIView):
 
 class AnnotatorDiagnosticsApi(APIView):
     """Per-annotator diagnostics of one round (`?round=N`, default the last): the figures of
-    the page /agreement/studies/<id>/annotators/. Owners only (404 otherwise): it sets every
-    annotator's figures side by side."""
+    the page /agreement/studies/<id>/annotators/, as the round's latest agreement run over every
+    facet stored them, with that run's id (`run`) and finish time (`computed_at`). 404 with a
+    message when no run of the round computed them yet (POST
+    /api/studies/<id>/agreement-runs/ {"round": N} computes them). Owners only (404
+    otherwise): it sets every annotator's figures side by side."""
 
     @extend_schema(
         parameters=[OpenApiParameter("round", int, description="round number; default: last")],
         responses=OpenApiTypes.OBJECT,
     )
     def get(self, request: Request, study_id: int) -> Response:
-        from .annotators_service import round_annotator_diagnostics
+        from .annotators_service import stored_round_diagnostics
 
         study = _owner_study(request, study_id).study
         asked = asked_round(study, request.query_params.get("round"))
         round = asked.last if asked.number is None else asked.round
         if round is None:
             raise Http404
-        return Response(round_annotator_diagnostics(study=study, round=round))
+        stored = stored_round_diagnostics(round)
+        if stored.report is None:
+            raise NotFound(
+                f"No diagnostics computed for round {round.number} yet: start an agreement run "
+                f'of the round (POST /api/studies/{study.pk}/agreement-runs/ {{"round": '
+                f"{round.number}}})."
+            )
+        return Response(stored.report)
 
 
 class DriftApi(APIView):

@@ -167,18 +167,25 @@ def _value(label: Any) -> Any:
 def annotator_diagnostics(request: HttpRequest, study_id: int) -> HttpResponse:
     """Per-annotator diagnostics of one round (`?round=N`, default the last): the study's owner
     and staff only, since it sets every annotator's figures side by side (404 otherwise, an
-    annotator included). `?format=csv` downloads the per-annotator table."""
-    from .annotators import page_facets
-    from .annotators_service import diagnostics_csv, round_annotator_diagnostics
+    annotator included). `?format=csv` downloads the per-annotator table.
 
-    study = _owner_or_staff_study(request, study_id)
+    The figures are those the round's latest agreement run stored, shown with when it computed
+    them and a button that starts a new run of the round (owners); nothing is recomputed per
+    view, so the page costs the same at any size."""
+    from .annotators import page_facets
+    from .annotators_service import diagnostics_csv, stored_round_diagnostics
+
+    study, can_start = _owner_or_staff_study(request, study_id)
     asked = asked_round(study, request.GET.get("round"))
     rounds = asked.rounds
     round = asked.last if asked.number is None else asked.round
     if round is None:
         raise Http404("No such round")
-    report = round_annotator_diagnostics(study=study, round=round)
+    stored = stored_round_diagnostics(round)
+    report = stored.report
     if request.GET.get("format") == "csv":
+        if report is None:
+            raise Http404("No diagnostics computed for this round yet")
         response = HttpResponse(diagnostics_csv(report), content_type="text/csv; charset=utf-8")
         name = f"study-{study.pk}-round-{round.number}-annotators.csv"
         response["Content-Disposition"] = f'attachment; filename="{name}"'
@@ -188,13 +195,20 @@ def annotator_diagnostics(request: HttpRequest, study_id: int) -> HttpResponse:
         "round": round,
         "rounds": rounds,
         "report": report,
-        "facets": page_facets(report),
+        "computed_by": stored.run,
+        "pending": stored.pending,
+        "can_start": can_start,
+        "facets": page_facets(report) if report is not None else [],
     }
     return render(request, "agreement/annotators.html", context)
 
 
-def _owner_or_staff_study(request: HttpRequest, study_id: int) -> Study:
+def _owner_or_staff_study(request: HttpRequest, study_id: int) -> tuple[Study, bool]:
+    """The study, and whether the person may start a run of it (as `start_run` allows: an
+    owner or adjudicator of the study, staff included)."""
     user = request.user
     if getattr(user, "is_staff", False):
-        return get_object_or_404(Study.objects.select_related("codebook_version"), pk=study_id)
-    return membership_or_404(request, study_id, MANAGERS).study
+        study = get_object_or_404(Study.objects.select_related("codebook_version"), pk=study_id)
+        owner = Membership.objects.filter(study=study, user_id=user.pk, role__in=SEE_ALL)
+        return study, owner.exists()
+    return membership_or_404(request, study_id, MANAGERS).study, True
