@@ -238,3 +238,67 @@ def test_runs_of_all_rounds_or_of_chosen_facets_store_no_diagnostics():
         run.refresh_from_db()
         assert run.status == AgreementRun.Status.SUCCEEDED
     assert not AnnotatorDiagnostics.objects.exists()
+
+
+# --- the vectorised pieces against the loops they replaced ------------------------------------
+def _learning_curve_by_loop(codes, decided, position, *, window):
+    """The learning curve as it was first written, one window at a time (the oracle)."""
+    both = (codes >= 0) & (decided != -1) & (position > 0)
+    order = np.argsort(position[both], kind="stable")
+    hits = (codes[both] == decided[both])[order]
+    places = position[both][order]
+    count = len(hits) // window
+    out = []
+    for w in range(count):
+        stop = len(hits) if w == count - 1 else (w + 1) * window
+        part = slice(w * window, stop)
+        out.append(
+            {
+                "first": int(places[part][0]),
+                "last": int(places[part][-1]),
+                "n": stop - w * window,
+                "agreement": float(hits[part].mean()),
+            }
+        )
+    return out
+
+
+def _other_rate_by_loop(table, j, other_labels):
+    """The other rate as it was first written, one rating at a time (the oracle)."""
+    rated = table.codes[:, j] >= 0
+    values = [table.values[c] for c in table.codes[rated, j]]
+    sets = [frozenset(v) if isinstance(v, frozenset) else frozenset([v]) for v in values]
+    return sum(bool(s & other_labels) for s in sets) / int(rated.sum())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_learning_curve_and_other_rate_equal_the_loops_they_replaced(seed):
+    from annotator.agreement._table import encode
+    from annotator.agreement.annotators import FacetInput, _rater_rates
+
+    rng = np.random.default_rng(seed)
+    n, window = int(rng.integers(0, 60)), int(rng.integers(2, 8))
+    codes = rng.integers(-1, 4, n)
+    decided = rng.integers(-2, 4, n)
+    position = rng.permutation(n + 3)[:n]  # some rows not submitted (0), others out of order
+    ours = learning_curve(codes, decided, position, window=window)
+    assert ours == _learning_curve_by_loop(codes, decided, position, window=window)
+    choices = [None, "hang", "other", "oom-other", "crash"]
+    rows = [[rng.choice(choices) for _ in range(3)] for _ in range(max(n, 1))]
+    rows = [[None if c == "None" else c for c in row] for row in rows]
+    table = encode(rows, ["hang", "other", "oom-other", "crash"], [1, 2, 3])
+    other = frozenset({"other", "oom-other"})
+    shape = table.codes.shape
+    facet = FacetInput(
+        key="symptom",
+        name="Symptom",
+        kind="single",
+        table=table,
+        decided=[None] * shape[0],
+        position=np.zeros(shape, dtype=np.int64),
+        unsure=np.zeros(shape, dtype=bool),
+        other_labels=other,
+    )
+    for j in range(3):
+        if (table.codes[:, j] >= 0).any():
+            assert _rater_rates(facet, j)["other_rate"] == _other_rate_by_loop(table, j, other)

@@ -177,3 +177,23 @@ def test_staff_who_are_not_members_see_the_figures_without_the_button(client, wo
     client.force_login(staff)
     html = client.get(page_url(world)).content.decode()
     assert "Computed by" in html and "Recompute" not in html
+
+
+def test_the_learning_curves_read_as_the_template_wrote_them_window_by_window(client, world):
+    from django.template import Context, Template
+
+    old = Template(
+        "{% for w in curve %}{{ w.first }}–{{ w.last }}: {{ w.agreement|floatformat:2 }}"
+        "{% if not forloop.last %}; {% endif %}{% endfor %}"
+    )
+    client.force_login(world.owner)
+    response = client.get(page_url(world))
+    html = response.content.decode()
+    curves = [
+        row["learning_curve"]
+        for facet in response.context["report"]["facets"]
+        for row in facet["annotators"]
+    ]
+    assert any(curves)
+    for curve in filter(None, curves):
+        assert f"<td>{old.render(Context({'curve': curve}))}</td>" in html
