@@ -76,7 +76,7 @@ def stored_round_diagnostics(round: Round) -> StoredDiagnostics:
     id and finish time in the report (`run`, `computed_at`); one more query for a recompute
     under way. Nothing is recomputed here."""
     stored = (
-        AnnotatorDiagnostics.objects.filter(run__round=round)
+        AnnotatorDiagnostics.objects.filter(run__study_id=round.study_id, run__round=round)
         .select_related("run")
         .defer("run__result", "run__inputs")
         .order_by("-run__created_at", "-run_id")
@@ -84,7 +84,10 @@ def stored_round_diagnostics(round: Round) -> StoredDiagnostics:
     )
     run = stored.run if stored else None
     pending = AgreementRun.objects.filter(
-        round=round, facets=[], status__in=[Job.Status.QUEUED, Job.Status.RUNNING]
+        study_id=round.study_id,
+        round=round,
+        facets=[],
+        status__in=[Job.Status.QUEUED, Job.Status.RUNNING],
     )
     if run is not None:
         pending = pending.filter(created_at__gt=run.created_at)

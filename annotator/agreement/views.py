@@ -228,7 +228,7 @@ def _owner_or_staff_study(request: HttpRequest, study_id: int) -> tuple[Study, b
     """The study, and whether the person may start a run of it (as `start_run` allows: an
     owner or adjudicator of the study, staff included)."""
     user = request.user
-    if getattr(user, "is_staff", False):
+    if user.is_authenticated and user.is_staff:
         study = get_object_or_404(Study.objects.select_related("codebook_version"), pk=study_id)
         owner = Membership.objects.filter(study=study, user_id=user.pk, role__in=SEE_ALL)
         return study, owner.exists()
