@@ -12,7 +12,7 @@ from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -254,10 +254,11 @@ class CalibrationPassApi(APIView):
 class AnnotatorDiagnosticsApi(APIView):
     """Per-annotator diagnostics of one round (`?round=N`, default the last): the figures of
     the page /agreement/studies/<id>/annotators/, as the round's latest agreement run over every
-    facet stored them, with that run's id (`run`) and finish time (`computed_at`). 404 with a
-    message when no run of the round computed them yet (POST
-    /api/studies/<id>/agreement-runs/ {"round": N} computes them). Owners only (404
-    otherwise): it sets every annotator's figures side by side."""
+    facet stored them, with that run's id (`run`) and finish time (`computed_at`). Before any
+    run of the round computed them: `run` and `computed_at` null, no annotators or facets, a
+    `detail` saying how to compute them (POST /api/studies/<id>/agreement-runs/ {"round": N})
+    and `pending_run`, a run of the round queued or running. Owners only (404 otherwise): it
+    sets every annotator's figures side by side."""
 
     @extend_schema(
         parameters=[OpenApiParameter("round", int, description="round number; default: last")],
@@ -272,13 +273,24 @@ class AnnotatorDiagnosticsApi(APIView):
         if round is None:
             raise Http404
         stored = stored_round_diagnostics(round)
-        if stored.report is None:
-            raise NotFound(
-                f"No diagnostics computed for round {round.number} yet: start an agreement run "
-                f'of the round (POST /api/studies/{study.pk}/agreement-runs/ {{"round": '
-                f"{round.number}}})."
-            )
-        return Response(stored.report)
+        if stored.report is not None:
+            return Response(stored.report)
+        detail = (
+            f"No diagnostics computed for round {round.number} yet: start an agreement run of "
+            f'the round (POST /api/studies/{study.pk}/agreement-runs/ {{"round": {round.number}}}).'
+        )
+        return Response(
+            {
+                "study": study.pk,
+                "round": round.number,
+                "run": None,
+                "computed_at": None,
+                "pending_run": stored.pending.pk if stored.pending else None,
+                "annotators": [],
+                "facets": [],
+                "detail": detail,
+            }
+        )
 
 
 class DriftApi(APIView):

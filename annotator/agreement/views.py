@@ -73,7 +73,10 @@ def _render_report(
         "run": run,
         "threshold": threshold,
         "rounds": Round.objects.filter(study=study),
-        "recent": AgreementRun.objects.filter(study=study).select_related("round")[:10],
+        # the list shows no figures: each run's result and inputs stay in the database
+        "recent": AgreementRun.objects.filter(study=study)
+        .select_related("round")
+        .defer("result", "inputs")[:10],
         "trend": trend_chart(latest, threshold),
         "passed_runs": {p.run_id for p in passes.values()},
         "passed": passes.get(run.round_id) if run and run.round_id else None,
