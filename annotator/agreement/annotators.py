@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.stats import chi2
 
 from ._diagnostics import rater_vs_others
 from ._result import _jsonable
@@ -150,10 +149,13 @@ def _rater_rates(facet: FacetInput, j: int) -> dict[str, Any]:
     n = int(rated.sum())
     if not n:
         return {"ratings": 0, "other_rate": None, "unsure_rate": None}
-    other = [bool(_labels_of(table.values[c]) & facet.other_labels) for c in table.codes[rated, j]]
+    # whether each distinct value holds an other-like label, then counted over the ratings
+    other = np.array(
+        [bool(_labels_of(value) & facet.other_labels) for value in table.values], dtype=bool
+    )
     return {
         "ratings": n,
-        "other_rate": sum(other) / n,
+        "other_rate": int(other[table.codes[rated, j]].sum()) / n,
         "unsure_rate": float(facet.unsure[rated, j].mean()),
     }
 
@@ -190,19 +192,22 @@ def learning_curve(
     hits = (codes[both] == decided[both])[order]
     places = position[both][order]
     count = len(hits) // window
-    out = []
-    for w in range(count):
-        stop = len(hits) if w == count - 1 else (w + 1) * window
-        part = slice(w * window, stop)
-        out.append(
-            {
-                "first": int(places[part][0]),
-                "last": int(places[part][-1]),
-                "n": stop - w * window,
-                "agreement": float(hits[part].mean()),
-            }
+    if not count:
+        return []
+    starts = np.arange(count) * window
+    stops = np.append(starts[1:], len(hits))
+    sizes = stops - starts
+    agreed = np.add.reduceat(hits.astype(np.int64), starts)
+    return [
+        {"first": first, "last": last, "n": size, "agreement": agree / size}
+        for first, last, size, agree in zip(
+            places[starts].tolist(),
+            places[stops - 1].tolist(),
+            sizes.tolist(),
+            agreed.tolist(),
+            strict=True,
         )
-    return out
+    ]
 
 
 def pair_tests(table: RatingTable, names: Sequence[str]) -> list[dict[str, Any]]:
@@ -269,6 +274,8 @@ def marginal_homogeneity(table: Any, *, method: str = "stuart_maxwell") -> dict[
     if np.linalg.matrix_rank(v) < df:
         note = "covariance singular even without unused categories: not defined"
         return {**base, "statistic": None, "df": df, "p_value": None, "note": note}
+    from scipy.stats import chi2  # here: the pages that read stored diagnostics never need it
+
     statistic = float(n * d @ np.linalg.solve(v, d))
     return {
         **base,

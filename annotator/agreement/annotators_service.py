@@ -18,24 +18,37 @@ import csv
 import io
 from collections import defaultdict
 from collections.abc import Hashable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from annotator.adjudication.models import DecisionLabel
+from annotator.jobs import Job
 from annotator.studies.codebook import codebook_schema
 from annotator.studies.models import Assignment, Round, Study
+from taxonomy_app.models import CodebookVersion
 
 from .annotators import Activity, FacetInput, round_diagnostics
-from .labels import FacetTable, load_label_table
+from .labels import FacetTable, LabelTable, load_label_table
+from .models import AgreementRun, AnnotatorDiagnostics
 
 Status = Assignment.Status
 
 
-def round_annotator_diagnostics(*, study: Study, round: Round) -> dict[str, Any]:
-    """Every annotator of the round, per facet (see `annotators.round_diagnostics`)."""
-    version = study.codebook_version
-    labels = load_label_table(study_id=study.pk, version=version, round_id=round.pk)
+def round_annotator_diagnostics(
+    *,
+    study: Study,
+    round: Round,
+    version: CodebookVersion | None = None,
+    labels: LabelTable | None = None,
+) -> dict[str, Any]:
+    """Every annotator of the round, per facet (see `annotators.round_diagnostics`), on the
+    study's codebook version (or `version`). `labels`: the round's label table over every
+    facet on that version when the caller has read it already (an agreement run of the round)."""
+    version = version or study.codebook_version
+    if labels is None:
+        labels = load_label_table(study_id=study.pk, version=version, round_id=round.pk)
     assignments = _assignments(round)
     decided = _decided(round, version)
     places = _positions(assignments)
@@ -45,6 +58,45 @@ def round_annotator_diagnostics(*, study: Study, round: Round) -> dict[str, Any]
     facets = [_facet_input(f, places, unsure, decided) for f in labels.facets]
     result = round_diagnostics(facets, _activity(assignments))
     return {"study": study.pk, "round": round.number, **result}
+
+
+@dataclass(frozen=True)
+class StoredDiagnostics:
+    """The round's latest stored diagnostics (`report` None: never computed), with the run that
+    computed them, and a newer run of the round still queued or running (the recompute)."""
+
+    report: dict[str, Any] | None
+    run: AgreementRun | None
+    pending: AgreementRun | None
+
+
+def stored_round_diagnostics(round: Round) -> StoredDiagnostics:
+    """What the diagnostics page and API show: the figures the round's latest agreement run
+    over every facet stored (`services.run_agreement_run`), read in one query, with the run's
+    id and finish time in the report (`run`, `computed_at`); one more query for a recompute
+    under way. Nothing is recomputed here."""
+    stored = (
+        AnnotatorDiagnostics.objects.filter(run__study_id=round.study_id, run__round=round)
+        .select_related("run")
+        .defer("run__result", "run__inputs")
+        .order_by("-run__created_at", "-run_id")
+        .first()
+    )
+    run = stored.run if stored else None
+    pending = AgreementRun.objects.filter(
+        study_id=round.study_id,
+        round=round,
+        facets=[],
+        status__in=[Job.Status.QUEUED, Job.Status.RUNNING],
+    )
+    if run is not None:
+        pending = pending.filter(created_at__gt=run.created_at)
+    newest = pending.defer("result", "inputs").order_by("-created_at", "-pk").first()
+    if stored is None or run is None:
+        return StoredDiagnostics(report=None, run=None, pending=newest)
+    finished = run.finished_at.isoformat() if run.finished_at else None
+    report = {**stored.report, "run": run.pk, "computed_at": finished}
+    return StoredDiagnostics(report=report, run=run, pending=newest)
 
 
 def _assignments(round: Round) -> list[dict[str, Any]]:

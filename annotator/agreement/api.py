@@ -253,22 +253,44 @@ class CalibrationPassApi(APIView):
 
 class AnnotatorDiagnosticsApi(APIView):
     """Per-annotator diagnostics of one round (`?round=N`, default the last): the figures of
-    the page /agreement/studies/<id>/annotators/. Owners only (404 otherwise): it sets every
-    annotator's figures side by side."""
+    the page /agreement/studies/<id>/annotators/, as the round's latest agreement run over every
+    facet stored them, with that run's id (`run`) and finish time (`computed_at`). Before any
+    run of the round computed them: `run` and `computed_at` null, no annotators or facets, a
+    `detail` saying how to compute them (POST /api/studies/<id>/agreement-runs/ {"round": N})
+    and `pending_run`, a run of the round queued or running. Owners only (404 otherwise): it
+    sets every annotator's figures side by side."""
 
     @extend_schema(
         parameters=[OpenApiParameter("round", int, description="round number; default: last")],
         responses=OpenApiTypes.OBJECT,
     )
     def get(self, request: Request, study_id: int) -> Response:
-        from .annotators_service import round_annotator_diagnostics
+        from .annotators_service import stored_round_diagnostics
 
         study = _owner_study(request, study_id).study
         asked = asked_round(study, request.query_params.get("round"))
         round = asked.last if asked.number is None else asked.round
         if round is None:
             raise Http404
-        return Response(round_annotator_diagnostics(study=study, round=round))
+        stored = stored_round_diagnostics(round)
+        if stored.report is not None:
+            return Response(stored.report)
+        detail = (
+            f"No diagnostics computed for round {round.number} yet: start an agreement run of "
+            f'the round (POST /api/studies/{study.pk}/agreement-runs/ {{"round": {round.number}}}).'
+        )
+        return Response(
+            {
+                "study": study.pk,
+                "round": round.number,
+                "run": None,
+                "computed_at": None,
+                "pending_run": stored.pending.pk if stored.pending else None,
+                "annotators": [],
+                "facets": [],
+                "detail": detail,
+            }
+        )
 
 
 class DriftApi(APIView):

@@ -128,6 +128,27 @@ class AgreementRun(Job):
         return next((f for f in facets if f["key"] == key), None)
 
 
+class AnnotatorDiagnostics(models.Model):
+    """The per-annotator diagnostics of one round (`annotators_service`), computed by an
+    agreement run of that round over every facet and stored with it: the diagnostics page and
+    API read them with the run's time instead of recomputing the round per view."""
+
+    run = models.OneToOneField(
+        AgreementRun,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="annotator_diagnostics",
+    )
+    report = models.JSONField(help_text="the figures, as annotators.round_diagnostics gives them")
+    seconds = models.FloatField(default=0, help_text="time to read and compute them")
+
+    class Meta:
+        verbose_name_plural = "annotator diagnostics"
+
+    def __str__(self) -> str:
+        return f"annotator diagnostics of agreement run {self.run_id}"
+
+
 class CalibrationPass(models.Model):
     """A round marked "passed calibration": its run met the study's threshold on every facet,
     judged on the lower bound of each facet's 95% interval (`threshold.calibration_verdict`).

@@ -27,7 +27,13 @@ from annotator.jobs import claim_job, finish_job, job_heartbeat, report_progress
 from annotator.studies.models import Annotation, Item, Round, Study
 
 from .labels import CONVENTIONS, LabelTable, load_label_table
-from .models import DEFAULT_THRESHOLD, AgreementRun, AgreementSettings, CalibrationPass
+from .models import (
+    DEFAULT_THRESHOLD,
+    AgreementRun,
+    AgreementSettings,
+    AnnotatorDiagnostics,
+    CalibrationPass,
+)
 from .sql import completed_round
 from .summary import PER_CATEGORY_JACKKNIFE_LIMIT, conventions, facet_summary
 from .threshold import Verdict
@@ -37,6 +43,7 @@ __all__ = [
     "AgreementError",
     "calibration_verdict",
     "compute_result",
+    "compute_run",
     "fail_lost_runs",
     "load_label_table",
     "mark_calibration_passed",
@@ -97,27 +104,54 @@ def run_agreement_run(*, run_id: int) -> None:
         return
     with job_heartbeat(AgreementRun, run.pk):
         try:
-            result, inputs = compute_result(
+            result, inputs, table = compute_run(
                 run, on_progress=lambda p: report_progress(AgreementRun, run.pk, progress=p)
             )
+            diagnostics = _annotator_diagnostics(run, table)
         except Exception as error:
             logger.exception("agreement run %s failed", run.pk)
             _fail(run.pk, f"{type(error).__name__}: {error}")
             raise
-        finish_job(
-            AgreementRun,
-            run.pk,
-            status=Status.SUCCEEDED,
-            progress=100,
-            result=result,
-            inputs=inputs,
-        )
+        with transaction.atomic():
+            finished = finish_job(
+                AgreementRun,
+                run.pk,
+                status=Status.SUCCEEDED,
+                progress=100,
+                result=result,
+                inputs=inputs,
+            )
+            if finished and diagnostics is not None:
+                AnnotatorDiagnostics.objects.create(run_id=run.pk, **diagnostics)
+
+
+def _annotator_diagnostics(run: AgreementRun, table: LabelTable) -> dict[str, Any] | None:
+    """A run of one round over every facet also computes the round's per-annotator
+    diagnostics from the labels it read (the diagnostics page shows the latest); None for a
+    run of all rounds or of chosen facets."""
+    from .annotators_service import round_annotator_diagnostics
+
+    if run.round is None or run.facets:
+        return None
+    started = time.perf_counter()
+    report = round_annotator_diagnostics(
+        study=run.study, round=run.round, version=run.codebook_version, labels=table
+    )
+    return {"report": report, "seconds": round(time.perf_counter() - started, 4)}
 
 
 def compute_result(
     run: AgreementRun, *, on_progress: Callable[[int], None] | None = None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(result, inputs) of a run, computed in memory; nothing is written."""
+    result, inputs, _ = compute_run(run, on_progress=on_progress)
+    return result, inputs
+
+
+def compute_run(
+    run: AgreementRun, *, on_progress: Callable[[int], None] | None = None
+) -> tuple[dict[str, Any], dict[str, Any], LabelTable]:
+    """(result, inputs) of a run and the label table they were computed from."""
     started = time.perf_counter()
     table = load_label_table(
         study_id=run.study_id,
@@ -158,7 +192,7 @@ def compute_result(
     partitions = _machine_partitions(run, table)
     if partitions is not None:
         result["partitions"] = partitions
-    return result, _inputs(run, table, loaded - started, time.perf_counter() - loaded)
+    return result, _inputs(run, table, loaded - started, time.perf_counter() - loaded), table
 
 
 def _machine_partitions(run: AgreementRun, table: LabelTable) -> dict[str, Any] | None:

@@ -13,6 +13,7 @@ from typing import Any
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import floatformat
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
@@ -72,7 +73,10 @@ def _render_report(
         "run": run,
         "threshold": threshold,
         "rounds": Round.objects.filter(study=study),
-        "recent": AgreementRun.objects.filter(study=study).select_related("round")[:10],
+        # the list shows no figures: each run's result and inputs stay in the database
+        "recent": AgreementRun.objects.filter(study=study)
+        .select_related("round")
+        .defer("result", "inputs")[:10],
         "trend": trend_chart(latest, threshold),
         "passed_runs": {p.run_id for p in passes.values()},
         "passed": passes.get(run.round_id) if run and run.round_id else None,
@@ -167,18 +171,25 @@ def _value(label: Any) -> Any:
 def annotator_diagnostics(request: HttpRequest, study_id: int) -> HttpResponse:
     """Per-annotator diagnostics of one round (`?round=N`, default the last): the study's owner
     and staff only, since it sets every annotator's figures side by side (404 otherwise, an
-    annotator included). `?format=csv` downloads the per-annotator table."""
-    from .annotators import page_facets
-    from .annotators_service import diagnostics_csv, round_annotator_diagnostics
+    annotator included). `?format=csv` downloads the per-annotator table.
 
-    study = _owner_or_staff_study(request, study_id)
+    The figures are those the round's latest agreement run stored, shown with when it computed
+    them and a button that starts a new run of the round (owners); nothing is recomputed per
+    view, so the page costs the same at any size."""
+    from .annotators import page_facets
+    from .annotators_service import diagnostics_csv, stored_round_diagnostics
+
+    study, can_start = _owner_or_staff_study(request, study_id)
     asked = asked_round(study, request.GET.get("round"))
     rounds = asked.rounds
     round = asked.last if asked.number is None else asked.round
     if round is None:
         raise Http404("No such round")
-    report = round_annotator_diagnostics(study=study, round=round)
+    stored = stored_round_diagnostics(round)
+    report = stored.report
     if request.GET.get("format") == "csv":
+        if report is None:
+            raise Http404("No diagnostics computed for this round yet")
         response = HttpResponse(diagnostics_csv(report), content_type="text/csv; charset=utf-8")
         name = f"study-{study.pk}-round-{round.number}-annotators.csv"
         response["Content-Disposition"] = f'attachment; filename="{name}"'
@@ -188,13 +199,40 @@ def annotator_diagnostics(request: HttpRequest, study_id: int) -> HttpResponse:
         "round": round,
         "rounds": rounds,
         "report": report,
-        "facets": page_facets(report),
+        "computed_by": stored.run,
+        "pending": stored.pending,
+        "can_start": can_start,
+        "facets": _with_curve_text(page_facets(report)) if report is not None else [],
     }
     return render(request, "agreement/annotators.html", context)
 
 
-def _owner_or_staff_study(request: HttpRequest, study_id: int) -> Study:
+def _with_curve_text(facets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each annotator's learning curve as the page writes it (each window's first and last
+    position and its agreement, windows joined by "; "), built once here: a round of 10,000
+    items has thousands of windows per annotator and facet, which the template's filter would
+    format one by one. The agreements take few distinct values (shares of 5 to 9 items), each
+    formatted once by the same `floatformat`."""
+    formatted: dict[float, str] = {}
+
+    def text(w: dict[str, Any]) -> str:
+        value = w["agreement"]
+        if value not in formatted:
+            formatted[value] = floatformat(value, 2)
+        return f"{w['first']}\N{EN DASH}{w['last']}: {formatted[value]}"
+
+    for facet in facets:
+        for row in facet["annotators"]:
+            row["curve_text"] = "; ".join(text(w) for w in row["learning_curve"])
+    return facets
+
+
+def _owner_or_staff_study(request: HttpRequest, study_id: int) -> tuple[Study, bool]:
+    """The study, and whether the person may start a run of it (as `start_run` allows: an
+    owner or adjudicator of the study, staff included)."""
     user = request.user
-    if getattr(user, "is_staff", False):
-        return get_object_or_404(Study.objects.select_related("codebook_version"), pk=study_id)
-    return membership_or_404(request, study_id, MANAGERS).study
+    if user.is_authenticated and user.is_staff:
+        study = get_object_or_404(Study.objects.select_related("codebook_version"), pk=study_id)
+        owner = Membership.objects.filter(study=study, user_id=user.pk, role__in=SEE_ALL)
+        return study, owner.exists()
+    return membership_or_404(request, study_id, MANAGERS).study, True

@@ -332,6 +332,10 @@ NOT_ARCHIVED = {
         "by the next retrain (the models that made it are archived)"
     ),
     "screening.retrainjob": "a run of the retrain job: its result is the archived model record",
+    "agreement.annotatordiagnostics": (
+        "per-annotator diagnostics an agreement run derived from the archived labels and "
+        "decisions: the diagnostics page recomputes them with a run of the round"
+    ),
     # Near-duplicates (annotator/similarity): groups, pairs, passes and similar issues are
     # computed over the whole shared pool of issues, not a study's, and a pass makes them again.
     "similarity.duplicatepass": "a run of the near-duplicate pass over the shared pool",

@@ -4,6 +4,7 @@ pieces, and a planted round where one annotator is biased toward one category.""
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 import sys
@@ -22,6 +23,8 @@ from annotator.agreement.annotators import (
     marginal_homogeneity,
 )
 from annotator.agreement.annotators_service import diagnostics_csv, round_annotator_diagnostics
+from annotator.agreement.models import AgreementRun, AnnotatorDiagnostics
+from annotator.agreement.services import run_agreement_run, start_agreement_run
 from annotator.studies.models import Item
 from annotator.studies.services import next_assignment, skip_assignment, submit_annotation
 from tests.studies.factories import World, make_world
@@ -142,6 +145,16 @@ def _decide_the_rest(world: World, truth: dict[int, str]) -> None:
             DecisionLabel.objects.create(decision=decision, facet=category.facet, category=category)
 
 
+def compute_diagnostics(world: World, *, round: Any = None) -> AgreementRun:
+    """An agreement run of the round over every facet, as the page's button starts it; the run
+    stores the round's per-annotator diagnostics."""
+    run = start_agreement_run(study=world.study, round=round or world.round, enqueue=False)
+    run_agreement_run(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.status == AgreementRun.Status.SUCCEEDED, run.error
+    return run
+
+
 def facet_of(report: dict[str, Any], key: str) -> dict[str, Any]:
     return next(f for f in report["facets"] if f["key"] == key)
 
@@ -194,3 +207,98 @@ def test_skips_time_and_the_csv():
     lines = text.strip().splitlines()
     assert lines[0].startswith("facet,annotator,ratings,alpha_all,alpha_without")
     assert any(line.startswith(f"symptom,{second.username},1,") for line in lines)
+
+
+# --- stored with the agreement run ------------------------------------------------------------
+def _json(value: Any) -> Any:
+    return json.loads(json.dumps(value))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("seed", [3, 11])
+def test_the_run_stores_the_figures_the_round_computes(seed):
+    """What an agreement run of the round stores is, figure for figure, what
+    `round_annotator_diagnostics` computes from the database on the same labels."""
+    world = planted_world(items=30, seed=seed)
+    run = compute_diagnostics(world)
+    stored = AnnotatorDiagnostics.objects.get(run=run)
+    live = round_annotator_diagnostics(study=world.study, round=world.round)
+    assert stored.report == _json(live)
+    symptom = facet_of(stored.report, "symptom")
+    assert len(symptom["annotators"]) == 3 and symptom["pairs"]
+    assert stored.seconds >= 0
+
+
+@pytest.mark.django_db
+def test_runs_of_all_rounds_or_of_chosen_facets_store_no_diagnostics():
+    world = planted_world(items=10)
+    for kwargs in ({"round": None}, {"round": world.round, "facets": ["symptom"]}):
+        run = start_agreement_run(study=world.study, enqueue=False, **kwargs)
+        run_agreement_run(run_id=run.pk)
+        run.refresh_from_db()
+        assert run.status == AgreementRun.Status.SUCCEEDED
+    assert not AnnotatorDiagnostics.objects.exists()
+
+
+# --- the vectorised pieces against the loops they replaced ------------------------------------
+def _learning_curve_by_loop(codes, decided, position, *, window):
+    """The learning curve as it was first written, one window at a time (the oracle)."""
+    both = (codes >= 0) & (decided != -1) & (position > 0)
+    order = np.argsort(position[both], kind="stable")
+    hits = (codes[both] == decided[both])[order]
+    places = position[both][order]
+    count = len(hits) // window
+    out = []
+    for w in range(count):
+        stop = len(hits) if w == count - 1 else (w + 1) * window
+        part = slice(w * window, stop)
+        out.append(
+            {
+                "first": int(places[part][0]),
+                "last": int(places[part][-1]),
+                "n": stop - w * window,
+                "agreement": float(hits[part].mean()),
+            }
+        )
+    return out
+
+
+def _other_rate_by_loop(table, j, other_labels):
+    """The other rate as it was first written, one rating at a time (the oracle)."""
+    rated = table.codes[:, j] >= 0
+    values = [table.values[c] for c in table.codes[rated, j]]
+    sets = [frozenset(v) if isinstance(v, frozenset) else frozenset([v]) for v in values]
+    return sum(bool(s & other_labels) for s in sets) / int(rated.sum())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_learning_curve_and_other_rate_equal_the_loops_they_replaced(seed):
+    from annotator.agreement._table import encode
+    from annotator.agreement.annotators import FacetInput, _rater_rates
+
+    rng = np.random.default_rng(seed)
+    n, window = int(rng.integers(0, 60)), int(rng.integers(2, 8))
+    codes = rng.integers(-1, 4, n)
+    decided = rng.integers(-2, 4, n)
+    position = rng.permutation(n + 3)[:n]  # some rows not submitted (0), others out of order
+    ours = learning_curve(codes, decided, position, window=window)
+    assert ours == _learning_curve_by_loop(codes, decided, position, window=window)
+    choices = [None, "hang", "other", "oom-other", "crash"]
+    rows = [[rng.choice(choices) for _ in range(3)] for _ in range(max(n, 1))]
+    rows = [[None if c == "None" else c for c in row] for row in rows]
+    table = encode(rows, ["hang", "other", "oom-other", "crash"], [1, 2, 3])
+    other = frozenset({"other", "oom-other"})
+    shape = table.codes.shape
+    facet = FacetInput(
+        key="symptom",
+        name="Symptom",
+        kind="single",
+        table=table,
+        decided=[None] * shape[0],
+        position=np.zeros(shape, dtype=np.int64),
+        unsure=np.zeros(shape, dtype=bool),
+        other_labels=other,
+    )
+    for j in range(3):
+        if (table.codes[:, j] >= 0).any():
+            assert _rater_rates(facet, j)["other_rate"] == _other_rate_by_loop(table, j, other)

@@ -12,9 +12,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from annotator.agreement.models import AgreementRun
 from annotator.studies.models import Membership
 from annotator.studies.services import add_member
-from tests.agreement.test_annotators import facet_of, planted_world
+from tests.agreement.test_annotators import compute_diagnostics, facet_of, planted_world
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -22,7 +23,9 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def world():
-    return planted_world()
+    world = planted_world()
+    compute_diagnostics(world)
+    return world
 
 
 def page_url(world, **query) -> str:
@@ -109,19 +112,88 @@ def _jsonish(value):  # the report through JSON, as the API answers it
     return json.loads(json.dumps(value))
 
 
-# The user, the membership (with study and codebook version), the rounds; the label tables
-# (submitted annotations, gold items left out, near-duplicates left out, item count, labels,
-# usernames, prior imports);
-# the assignments with their annotations; the decisions' labels. None per item or per annotator.
-PAGE_QUERY_COUNT = 12
+# The user, the membership (with study and codebook version), the rounds; the stored
+# diagnostics with their run; a recompute under way. None per item or per annotator (before
+# the figures were stored with the run: 12, the label tables, assignments and decisions read).
+PAGE_QUERY_COUNT = 5
 
 
 @pytest.mark.parametrize("items", [6, 15])
 def test_the_page_s_query_count_does_not_grow_with_the_items(client, items):
     small = planted_world(items=items, seed=1)
+    compute_diagnostics(small)
     client.force_login(small.owner)
     url = page_url(small)
     client.get(url)  # the first page keeps whether the top bar shows Import (issues/access.py)
     with CaptureQueriesContext(connection) as queries:
         assert client.get(url).status_code == 200
     assert len(queries) == PAGE_QUERY_COUNT, [q["sql"][:90] for q in queries]
+
+
+def test_the_page_says_which_run_computed_the_figures_and_when(client, world):
+    run = AgreementRun.objects.get(round=world.round)
+    client.force_login(world.owner)
+    response = client.get(page_url(world))
+    html = response.content.decode()
+    assert f"agreement run {run.pk}</a> of round {world.round.number}, finished" in html
+    assert run.finished_at.strftime("%Y-%m-%d %H:%M:%S") in html
+    assert reverse("agreement:start", args=[world.study.pk]) in html
+    assert f'name="round" value="{world.round.pk}"' in html and "Recompute for round" in html
+    assert response.context["report"]["run"] == run.pk
+
+
+def test_the_recompute_button_starts_a_run_of_the_round_that_the_page_then_names(client, world):
+    first = AgreementRun.objects.get(round=world.round)
+    client.force_login(world.owner)
+    start = reverse("agreement:start", args=[world.study.pk])
+    response = client.post(start, {"round": world.round.pk})
+    queued = AgreementRun.objects.exclude(pk=first.pk).get()
+    assert response.status_code == 302 and response["Location"] == queued.get_absolute_url()
+    assert queued.round == world.round and queued.status == AgreementRun.Status.QUEUED
+    html = client.get(page_url(world)).content.decode()
+    assert f'A recompute is under way: <a href="{queued.get_absolute_url()}">' in html
+    assert f"agreement run {first.pk}</a> of round" in html  # the figures shown until then
+    from annotator.agreement.services import run_agreement_run
+
+    run_agreement_run(run_id=queued.pk)
+    html = client.get(page_url(world)).content.decode()
+    assert f"agreement run {queued.pk}</a> of round" in html and "under way" not in html
+
+
+def test_before_any_run_of_the_round_the_page_offers_to_compute_and_shows_no_figures(client):
+    world = planted_world(items=6, seed=2)
+    client.force_login(world.owner)
+    html = client.get(page_url(world)).content.decode()
+    assert "have not been computed yet" in html and "Compute for round" in html
+    assert 'id="activity"' not in html and "data-csv" not in html
+    assert client.get(page_url(world, format="csv")).status_code == 404
+    data = client.get(api_url(world)).json()
+    assert data["run"] is None and data["computed_at"] is None and data["facets"] == []
+    assert "start an agreement run of the round" in data["detail"]
+
+
+def test_staff_who_are_not_members_see_the_figures_without_the_button(client, world):
+    staff = UserFactory(username="staff-reader", is_staff=True)
+    client.force_login(staff)
+    html = client.get(page_url(world)).content.decode()
+    assert "Computed by" in html and "Recompute" not in html
+
+
+def test_the_learning_curves_read_as_the_template_wrote_them_window_by_window(client, world):
+    from django.template import Context, Template
+
+    old = Template(
+        "{% for w in curve %}{{ w.first }}–{{ w.last }}: {{ w.agreement|floatformat:2 }}"
+        "{% if not forloop.last %}; {% endif %}{% endfor %}"
+    )
+    client.force_login(world.owner)
+    response = client.get(page_url(world))
+    html = response.content.decode()
+    curves = [
+        row["learning_curve"]
+        for facet in response.context["report"]["facets"]
+        for row in facet["annotators"]
+    ]
+    assert any(curves)
+    for curve in filter(None, curves):
+        assert f"<td>{old.render(Context({'curve': curve}))}</td>" in html
