@@ -425,7 +425,8 @@ def _study(study: Any, scene: Any, issue_ids: range, repos: list[Any]) -> dict[s
 
 
 def _jobs(study: Any, scene: Any, step: Any) -> dict[str, Any]:
-    """An agreement run of the whole study and the final dataset as CSV, timed."""
+    """Agreement runs of the whole study and of its last round, and the final dataset as CSV
+    and XLSX, timed."""
     from annotator.agreement.services import run_agreement_run, start_agreement_run
     from annotator.exports.services import run_export_job, start_export_job
 
@@ -435,6 +436,12 @@ def _jobs(study: Any, scene: Any, step: Any) -> dict[str, Any]:
     run_agreement_run(run_id=run.pk)
     step("agreement run (whole study)", start)
     out = {"agreement_run": run.pk}
+    # The last round's own run: the per-annotator diagnostics page shows what it stored.
+    start = time.perf_counter()
+    last = study.rounds.order_by("-number").first()
+    run = start_agreement_run(study=study, round=last, user=owner, enqueue=False)
+    run_agreement_run(run_id=run.pk)
+    step("agreement run (last round)", start)
     for fmt in ("csv", "xlsx"):
         start = time.perf_counter()
         job = start_export_job(study=study, format=fmt, user=owner)
