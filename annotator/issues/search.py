@@ -36,6 +36,14 @@ def pending_issue_count() -> int:
     return Issue.objects.filter(search_vector__isnull=True).count()
 
 
+def refresh_statistics_on_commit(written: int) -> None:
+    """Once the transaction that wrote `written` issues commits, refresh the planner's statistics
+    if they are at least ANALYZE_AFTER: the issue list's counts read them (annotator/paging.py).
+    An import stores its issues with their search vectors, so no indexing follows it to do so."""
+    if search_is_indexed() and written >= ANALYZE_AFTER:
+        transaction.on_commit(analyze_issues, robust=True)
+
+
 def index_pending_issues(
     *, batch_size: int = INDEX_BATCH_SIZE, on_batch: Callable[[int], None] | None = None
 ) -> int:

@@ -17,7 +17,7 @@ from annotator.upload_handling import generated_file
 
 from .formats import ImportFormatError, iter_records
 from .models import ImportJob
-from .search import index_pending_issues
+from .search import index_pending_issues, refresh_statistics_on_commit
 from .writer import ImportCounts, RecordWriter, check_repository_name
 
 logger = logging.getLogger(__name__)
@@ -92,6 +92,7 @@ def import_issues(
             read += len(batch)
             if on_progress:
                 on_progress(ImportProgress(records=read, bytes_read=reader.bytes_read))
+        refresh_statistics_on_commit(writer.counts.created + writer.counts.updated)
     if index_for_search:
         index_pending_issues()
     return writer.counts

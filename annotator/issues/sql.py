@@ -1,8 +1,8 @@
 """The issues app's hand-written SQL, all of it PostgreSQL's: the search index's definition,
 the COPY upsert of an import's issue rows (which stores their search vectors), the indexing of
-issues left without one, and the advisory lock that keeps one sync per repository. Each function's docstring says why it is not the ORM. Table and column
-names come from the models (`annotator.sql.Table`): a renamed field fails at import, in every
-test, not in a request.
+issues left without one, and the advisory lock that keeps one sync per repository. Each
+function's docstring says why it is not the ORM. Table and column names come from the models
+(`annotator.sql.Table`): a renamed field fails at import, in every test, not in a request.
 
 Callers decide when a statement applies (`connection.vendor`); SQLite, the local demo, takes the
 ORM paths beside them (bulk.py) or has nothing to do (no search index, one process).
