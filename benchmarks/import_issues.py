@@ -31,21 +31,39 @@ REFERENCE = "Label Studio 1.23: 22.6 s for 10,000 issues (~440 issues/s)"
 # Times the two steps of `manage.py import_issues` apart: the atomic import (after which every
 # issue is stored, listed and readable) and the search indexing that follows its commit. The
 # process wall time adds interpreter and Django start-up.
+# It also counts the CPU seconds of the process and of its PostgreSQL backend (read from /proc
+# when the server runs on this machine): on a shared machine wall seconds measure the load as
+# much as the code, CPU seconds the work.
 CHILD = """
-import json, os, sys, time
+import json, os, resource, sys, time
 import django
 django.setup()
+from django.db import connection
 from annotator.issues.search import index_pending_issues
 from annotator.issues.services import import_issues
-start = time.perf_counter()
+with connection.cursor() as cursor:
+    cursor.execute("SELECT pg_backend_pid()")
+    (backend,) = cursor.fetchone()
+def cpu():
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    try:
+        with open(f"/proc/{backend}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        server = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except OSError:
+        server = float("nan")
+    return own.ru_utime + own.ru_stime, server
+start, cpu0 = time.perf_counter(), cpu()
 with open(sys.argv[1], "rb") as stream:
     counts = import_issues(stream=stream, format="auto", filename=os.path.basename(sys.argv[1]),
                            index_for_search=False)
-imported = time.perf_counter()
+imported, cpu1 = time.perf_counter(), cpu()
 indexed = index_pending_issues()
-done = time.perf_counter()
+done, cpu2 = time.perf_counter(), cpu()
 print(json.dumps({"seconds": imported - start, "index_seconds": done - imported,
-                  "indexed": indexed, "counts": str(counts)}))
+                  "indexed": indexed, "counts": str(counts),
+                  "python_cpu_s": cpu2[0] - cpu0[0], "postgres_cpu_s": cpu2[1] - cpu0[1],
+                  "index_postgres_cpu_s": cpu2[1] - cpu1[1]}))
 """
 
 LABELS = [
@@ -248,6 +266,9 @@ def main() -> None:
                     "index_s": round(child["index_seconds"], 2),
                     "indexed": child["indexed"],
                     "searchable_per_s": round(size / (child["seconds"] + child["index_seconds"])),
+                    "python_cpu_s": round(child["python_cpu_s"], 2),
+                    "postgres_cpu_s": round(child["postgres_cpu_s"], 2),
+                    "index_postgres_cpu_s": round(child["index_postgres_cpu_s"], 2),
                     "peak_rss_mb": round(rss, 1),
                     "counts": child["counts"],
                 }
@@ -259,22 +280,29 @@ def main() -> None:
 
 def report(rows: list[dict[str, Any]], sizes: list[int], load: float) -> None:
     head = f"{'run':<10}{'issues':>9}{'file MB':>9}{'wall s':>8}{'import s':>10}"
-    head += f"{'issues/s':>10}{'index s':>9}{'searchable/s':>14}{'peak RSS MB':>13}"
+    head += f"{'issues/s':>10}{'index s':>9}{'searchable/s':>14}{'py CPU s':>10}{'pg CPU s':>10}"
+    head += f"{'peak RSS MB':>13}"
     print(f"\n{head}  counts")
     for row in rows:
         print(
             f"{row['run']:<10}{row['issues']:>9,}{row['file_mb']:>9.1f}{row['wall_s']:>8.1f}"
             f"{row['import_s']:>10.1f}{row['issues_per_s']:>10,.0f}{row['index_s']:>9.1f}"
-            f"{row['searchable_per_s']:>14,.0f}{row['peak_rss_mb']:>13.0f}  {row['counts']}"
+            f"{row['searchable_per_s']:>14,.0f}{row['python_cpu_s']:>10.1f}"
+            f"{row['postgres_cpu_s']:>10.1f}{row['peak_rss_mb']:>13.0f}  {row['counts']}"
         )
     imports = [row for row in rows if row["run"] == "import"]
     slowest = min(row["issues_per_s"] for row in imports)
+    searchable = min(row["searchable_per_s"] for row in imports)
     ratio = imports[-1]["peak_rss_mb"] / imports[0]["peak_rss_mb"]
     targets = {
-        "rate": f"{'met' if slowest >= TARGET_RATE else 'MISSED'}: slowest import "
-        f"{slowest:,.0f} issues/s (target >= {TARGET_RATE:,}; import s, without start-up)",
-        "searchable": "slowest import + search indexing: "
-        f"{min(row['searchable_per_s'] for row in imports):,.0f} issues/s",
+        "rate": f"{'met' if searchable >= TARGET_RATE else 'MISSED'}: slowest import + search "
+        f"indexing {searchable:,.0f} issues/s (target >= {TARGET_RATE:,}, searchable at the end; "
+        f"import s + index s, without start-up)",
+        "import": f"slowest import alone: {slowest:,.0f} issues/s",
+        "cpu": "largest import + search indexing: "
+        f"{imports[-1]['python_cpu_s']:.1f} s of Python CPU and "
+        f"{imports[-1]['postgres_cpu_s']:.1f} s of PostgreSQL CPU "
+        f"({imports[-1]['index_postgres_cpu_s']:.1f} s of it indexing after the commit)",
         "memory": f"{'met' if ratio <= FLAT_RATIO else 'MISSED'}: peak RSS {sizes[-1]:,} / "
         f"{sizes[0]:,} = {ratio:.2f}x (flat means <= {FLAT_RATIO}x)",
         "reference": REFERENCE,

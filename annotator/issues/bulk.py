@@ -31,8 +31,8 @@ _UPDATED = [
 def upsert_issue_rows(rows: Sequence[tuple[Any, ...]]) -> list[int]:
     """Insert or update issues given as tuples in ISSUE_COLUMNS order; return their ids.
 
-    Must run inside a transaction (the staging table lives until it commits). Written rows get
-    an empty search vector, which search.index_pending_issues fills in after the commit.
+    Must run inside a transaction (the staging table lives until it commits). On PostgreSQL the
+    rows are stored with their search vectors; elsewhere there is no search index.
     """
     if not rows:
         return []

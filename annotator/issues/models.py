@@ -22,6 +22,9 @@ from annotator.paging import planned_rows
 KNOWN_RENAMES = {"microsoft/deepspeed": "deepspeedai/DeepSpeed"}
 
 SEARCH_CONFIG = "english"
+# Fenced code (logs, tracebacks) is indexed with this copy of `english` that drops numbers,
+# versions and file paths (migration 0009; annotator/issues/sql.py says why).
+SEARCH_CODE_CONFIG = "issue_code"
 # A search expected to match more issues than this lists them newest first instead of by rank
 # (IssueQuerySet.ranks_cheaply).
 RANK_LIMIT = 10_000

@@ -1,10 +1,11 @@
 """The full-text search index of issues (PostgreSQL), kept up to date after each write.
 
-Writers leave `search_vector` NULL on every issue they create or change (or whose comments they
-change); `index_pending_issues` fills those in, in small committed batches, after the write has
-committed. Keeping the costly part (text parsing and GIN updates, about two thirds of an import's
-time) out of the import's transaction keeps imports fast and atomic; search catches up seconds
-later, and the issue list says how many issues are not yet searchable. The statement is
+The import's upsert stores each issue's search vector with the row (sql.copy_upsert_issues), so
+an imported issue is searchable when the import commits, with no second write of the row.
+Writers leave `search_vector` NULL where they change an issue's comments (and rows stored before
+an index change have none); `index_pending_issues` fills those in, in small committed batches,
+after the write has committed, and the issue list says how many issues are not yet searchable.
+What the vector holds is defined once, in sql.py ("the search index"); the batch statement is
 sql.index_search_batch.
 """
 
@@ -15,10 +16,8 @@ from collections.abc import Callable
 from django.db import connection, transaction
 
 from .models import Issue
-from .sql import analyze_issues, index_search_batch
+from .sql import SEARCH_TEXT_LIMIT, analyze_issues, index_search_batch
 
-# tsvector values are capped at 1 MB; long logs add little to search past their first pages.
-SEARCH_TEXT_LIMIT = 100_000
 INDEX_BATCH_SIZE = 2000
 # Indexing at least this many issues in one call refreshes the planner's statistics after it
 # (the counts of the issue list read them: annotator/paging.py).
@@ -35,6 +34,14 @@ def pending_issue_count() -> int:
     if not search_is_indexed():
         return 0
     return Issue.objects.filter(search_vector__isnull=True).count()
+
+
+def refresh_statistics_on_commit(written: int) -> None:
+    """Once the transaction that wrote `written` issues commits, refresh the planner's statistics
+    if they are at least ANALYZE_AFTER: the issue list's counts read them (annotator/paging.py).
+    An import stores its issues with their search vectors, so no indexing follows it to do so."""
+    if search_is_indexed() and written >= ANALYZE_AFTER:
+        transaction.on_commit(analyze_issues, robust=True)
 
 
 def index_pending_issues(

@@ -28,19 +28,19 @@ def test_awkward_text_survives_the_copy_exactly():
     assert issue.raw == record
 
 
+def comment(number: int, body: str, comment_id: int = 1) -> dict:
+    return {
+        "id": comment_id,
+        "issue_url": f"https://api.github.com/repos/hpcaitech/ColossalAI/issues/{number}",
+        "user": {"login": "a"},
+        "body": body,
+        "created_at": "2023-01-05T00:00:00Z",
+    }
+
+
 def test_reimporting_an_issue_keeps_the_count_of_its_stored_comments():
     run([rest_issue(1, comments=0)])
-    comments = [
-        {
-            "id": n,
-            "issue_url": "https://api.github.com/repos/hpcaitech/ColossalAI/issues/1",
-            "user": {"login": "a"},
-            "body": f"comment {n}",
-            "created_at": "2023-01-05T00:00:00Z",
-        }
-        for n in range(3)
-    ]
-    run(comments)
+    run([comment(1, f"comment {n}", comment_id=n) for n in range(3)])
 
     run([rest_issue(1, comments=1, title="edited")])
 
@@ -55,8 +55,34 @@ def test_import_leaves_nothing_to_index():
     assert Issue.objects.filter(search_vector__isnull=True).count() == 0
 
 
-def test_writes_without_indexing_are_searchable_after_index_pending_issues():
-    run([rest_issue(1, body="pipeline parallel hang"), rest_issue(2)], index_for_search=False)
+def test_an_import_is_searchable_when_it_commits_with_nothing_left_to_index():
+    log = "\n".join([*["NCCL INFO Channel 05/32 : 7 -> 5 via P2P/IPC/read"] * 40, "unhandled"])
+    body = f"Hangs in all-reduce on 64 ranks.\n```\n{log}\n```"
+
+    run([rest_issue(1, body=body), rest_issue(2, title="Pipeline stalls")], index_for_search=False)
+
+    assert pending_issue_count() == 0
+    assert [issue.number for issue in Issue.objects.search("all-reduce")] == [1]
+    assert [issue.number for issue in Issue.objects.search("unhandled")] == [1]  # a log's end
+    assert [issue.number for issue in Issue.objects.search("64 ranks")] == [1]
+    assert [issue.number for issue in Issue.objects.search("pipeline stall")] == [2]
+
+
+def test_a_reimported_issue_is_searchable_by_its_new_text_and_its_stored_comments():
+    run([rest_issue(1, body="zero redundancy optimizer")])
+    run([comment(1, "Gradient checkpointing avoids it")])
+
+    run([rest_issue(1, body="tensor parallel deadlock")], index_for_search=False)
+
+    assert pending_issue_count() == 0
+    assert not Issue.objects.search("redundancy").exists()
+    assert Issue.objects.search("deadlock").count() == 1
+    assert Issue.objects.search("checkpointing").count() == 1
+
+
+def test_issues_without_a_vector_are_searchable_after_index_pending_issues():
+    run([rest_issue(1, body="pipeline parallel hang"), rest_issue(2)])
+    Issue.objects.update(search_vector=None)  # stored before the index, or comments changed
     assert pending_issue_count() == 2
     assert not Issue.objects.search("pipeline").exists()
 

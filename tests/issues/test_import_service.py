@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -131,6 +132,34 @@ def test_an_error_late_in_a_big_file_leaves_earlier_batches_unwritten():
         run(records)
 
     assert snapshot() == before
+
+
+BAD_RECORDS = {
+    "parse error": rest_issue(3600, created_at="yesterday"),
+    "write error": rest_issue(7, title="Other title"),  # number 7 again, different content
+}
+
+
+@pytest.mark.parametrize("bad", BAD_RECORDS)
+def test_a_failed_import_stops_the_parse_ahead_and_writes_nothing(bad):
+    """Batches are parsed in a thread ahead of the writer: a failure on either side ends it."""
+    records = [rest_issue(n) for n in range(1, 3500)] + [BAD_RECORDS[bad]]
+    records += [rest_issue(n) for n in range(4000, 7000)]
+
+    with pytest.raises(ImportFormatError, match="record 3500"):
+        run(records)
+
+    assert Issue.objects.count() == 0
+    assert not [t for t in threading.enumerate() if t.name == "import-parser" and t.is_alive()]
+
+
+def test_progress_is_reported_after_each_batch_in_file_order():
+    seen = []
+
+    run([rest_issue(n) for n in range(1, 2501)], on_progress=lambda p: seen.append(p.records))
+
+    assert seen == [1000, 2000, 2500]
+    assert Issue.objects.count() == 2500
 
 
 def test_renamed_repository_lands_in_the_current_one():

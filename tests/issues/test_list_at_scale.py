@@ -134,3 +134,18 @@ def test_indexing_a_large_import_refreshes_the_planner_statistics(monkeypatch):
 
     assert search.index_pending_issues() == 30
     assert planned_rows(issue_models.Issue.objects.all()) == 30
+
+
+def test_a_large_import_refreshes_the_planner_statistics_when_it_commits(
+    monkeypatch, django_capture_on_commit_callbacks
+):
+    """The import stores the search vectors itself, so no indexing follows it to ANALYZE."""
+    from annotator.issues import search
+    from tests.issues.test_import_service import rest_issue, run
+
+    monkeypatch.setattr(search, "ANALYZE_AFTER", 20)
+    with django_capture_on_commit_callbacks(execute=True):
+        run([rest_issue(n) for n in range(1, 31)], index_for_search=False)
+
+    assert search.pending_issue_count() == 0
+    assert planned_rows(issue_models.Issue.objects.all()) == 30

@@ -8,22 +8,23 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from django.contrib.postgres.aggregates import StringAgg
 from django.contrib.postgres.search import SearchVector
 from django.core.exceptions import FieldDoesNotExist
 from django.db import connection, connections, transaction
-from django.db.models import OuterRef, Subquery, Value
-from django.db.models.functions import Coalesce, Left
+from django.db.models import Value
+from django.db.models.functions import Left
 
 from annotator.issues import bulk, sql
-from annotator.issues.models import SEARCH_CONFIG, Issue, IssueComment
+from annotator.issues.models import SEARCH_CODE_CONFIG, SEARCH_CONFIG, Issue, IssueComment
 from annotator.sql import Table
 from tests.factories import IssueCommentFactory, IssueFactory, RepositoryFactory
 
 pytestmark = pytest.mark.django_db
 
 AWKWARD = 'tab\there\\back\\slash\r\nCRLF\nnewline "quotes" \\N not null 中文 🔥 \\\\t'
-NOT_COMPARED = {"id", "repository", "imported_at"}  # the repository differs; imported_at is now()
+# The repository differs; imported_at is now(); the search vector is compared on its own (the
+# COPY upsert stores it, the ORM's leaves it to the indexer).
+NOT_COMPARED = {"id", "repository", "imported_at", "search_vector"}
 
 
 def test_a_renamed_field_fails_when_a_statement_is_built():
@@ -104,11 +105,19 @@ def test_copy_upsert_stores_what_the_orm_upsert_stores():
     bulk._bulk_create(_rows_for(by_orm.pk))
 
     assert _stored(by_copy.pk) == _stored(by_orm.pk)
+    assert sql.index_search_batch(batch_size=10) == 2  # the ORM's rows
+    assert _vectors_by_number(by_copy.pk) == _vectors_by_number(by_orm.pk)
+    assert all(_vectors_by_number(by_copy.pk).values())
     assert [row["comments_count"] for row in _stored(by_copy.pk)] == [3, 5]
     assert [row["title"] for row in _stored(by_copy.pk)] == ["edited", AWKWARD]
     assert sorted(ids) == sorted(
         Issue.objects.filter(repository=by_copy).values_list("pk", flat=True)
     )
+
+
+def _vectors_by_number(repository_id: int) -> dict[int, str]:
+    issues = Issue.objects.filter(repository_id=repository_id)
+    return dict(issues.values_list("number", "search_vector"))
 
 
 @pytest.mark.postgresql_only
@@ -142,23 +151,21 @@ def test_upsert_issue_rows_creates_then_updates_on_this_database():
 
 # --- the search index ---------------------------------------------------------------------------
 LIMIT = 40  # short, so that the cut at the text limit is part of what is compared
+FENCE = "```"
+LONG_LOG = (
+    "python train.py --zero-stage 3\n"
+    + "node-7:1234:1234 [7] NCCL INFO Channel 05/32 : 7 -> 5 via P2P/IPC/read\n" * 20
+    + "middlemarker\n"
+    + "step=1200 lr=0.0001 loss=nan\n" * 30
+    + "torch.distributed.DistBackendError: NCCL error, unhandled system error 2.18.7\n"
+)
 
 
 def _orm_index(batch_size: int) -> int:
-    """The ORM's twin of sql.index_search_batch: a SearchVector update of a locking subquery."""
-    comments = (
-        IssueComment.objects.filter(issue=OuterRef("pk"))
-        .order_by()
-        .values("issue")
-        .annotate(text=StringAgg("body", " ", order_by="id"))
-        .values("text")
-    )
-    text = Left(Coalesce(Subquery(comments), Value("")), LIMIT)
-    vector = (
-        SearchVector(Left("title", LIMIT), config=SEARCH_CONFIG, weight="A")
-        + SearchVector(Left("body", LIMIT), config=SEARCH_CONFIG, weight="B")
-        + SearchVector(text, config=SEARCH_CONFIG, weight="C")
-    )
+    """The ORM's locking batch update beside sql.index_search_batch (which rows a batch takes;
+    the vectors' text is held equal by the test below): a SearchVector update of a locking
+    subquery."""
+    vector = SearchVector(Left("title", LIMIT), config=SEARCH_CONFIG, weight="A")
     pending = (
         Issue.objects.filter(search_vector__isnull=True)
         .order_by("id")
@@ -172,28 +179,80 @@ def _vectors(ids: list[int]) -> dict[int, str]:
     return dict(Issue.objects.filter(pk__in=ids).values_list("pk", "search_vector"))
 
 
-@pytest.mark.postgresql_only
-def test_search_vectors_equal_the_orm_search_vector_update():
+def _code(block: str) -> str:
+    kept = sql.CODE_HEAD + sql.CODE_TAIL
+    return block if len(block) <= kept else f"{block[: sql.CODE_HEAD]} {block[-sql.CODE_TAIL :]}"
+
+
+def _expected_vector(issue: Issue, limit: int) -> str:
+    """The ORM's SearchVector of the texts the index defines, split in Python: the title (A),
+    the body outside fences (B), each fenced block's head and tail (D, code configuration) and
+    the comments in id order (C), each cut at `limit`."""
+    parts = issue.body[:limit].split(FENCE)
+    comments = " ".join(issue.comments.order_by("id").values_list("body", flat=True))
+    texts = [
+        (issue.title[:limit], SEARCH_CONFIG, "A"),
+        (" ".join(parts[0::2]), SEARCH_CONFIG, "B"),
+        (" ".join(_code(block) for block in parts[1::2]), SEARCH_CODE_CONFIG, "D"),
+        (comments[:limit], SEARCH_CONFIG, "C"),
+    ]
+    vector = SearchVector(Value(texts[0][0]), config=texts[0][1], weight=texts[0][2])
+    for text, config, weight in texts[1:]:
+        vector = vector + SearchVector(Value(text), config=config, weight=weight)
+    found = Issue.objects.filter(pk=issue.pk).annotate(expected=vector)
+    return str(found.values_list("expected", flat=True).get())
+
+
+def _issues_to_index() -> list[Issue]:
     issues = [
         IssueFactory(title="Pipeline parallel hang at step 1000", body="NCCL " * 30),
         IssueFactory(title="ZeRO stage 3 optimizer OOM", body="", comments_count=3),
         IssueFactory(title="Tensor parallel deadlock", body="Stuck in all-reduce."),
+        IssueFactory(
+            title="Loss is NaN with bf16 on 64 ranks",
+            body=f"Fails at step 1200 on A100s.\n\n{FENCE}\n{LONG_LOG}{FENCE}\n\nWorks on "
+            f"one node.\n{FENCE}python\nimport deepspeed\n{FENCE}\nAlso {FENCE}unclosed tail",
+        ),
+        IssueFactory(title="中文 标题", body=f"说明 {FENCE}{'日志 ' * 300}错误{FENCE}"),
     ]
     for body in ["Later comment mentions gradients", "first said checkpoint", "a third " * 10]:
         IssueCommentFactory(issue=issues[1], body=body)
     IssueCommentFactory(issue=issues[2], body="same here")
+    return issues
+
+
+@pytest.mark.postgresql_only
+@pytest.mark.parametrize("limit", [LIMIT, sql.SEARCH_TEXT_LIMIT])
+def test_search_vectors_equal_the_orm_search_vectors_of_the_texts_split_in_python(limit):
+    issues = _issues_to_index()
     ids = [issue.pk for issue in issues]
 
-    assert sql.index_search_batch(batch_size=10, text_limit=LIMIT) == 3
-    by_sql = _vectors(ids)
-    Issue.objects.update(search_vector=None)
-    assert _orm_index(batch_size=10) == 3
+    assert sql.index_search_batch(batch_size=10, text_limit=limit) == len(issues)
 
-    assert by_sql == _vectors(ids)
+    by_sql = _vectors(ids)
+    assert by_sql == {issue.pk: _expected_vector(issue, limit) for issue in issues}
     assert all(by_sql.values())
+
+
+@pytest.mark.postgresql_only
+def test_the_vector_holds_prose_log_ends_and_comments_but_not_numbers_or_the_middle_of_logs():
+    issues = _issues_to_index()
+    sql.index_search_batch(batch_size=10)
+    vectors = _vectors([issue.pk for issue in issues])
+
     # Comments in id order, their text cut at the limit: "checkpoint" is past it.
-    vector = by_sql[issues[1].pk]
-    assert "'gradient':9C" in vector and "'first':10C" in vector and "checkpoint" not in vector
+    Issue.objects.filter(pk=issues[1].pk).update(search_vector=None)
+    sql.index_search_batch(batch_size=10, text_limit=LIMIT)
+    short = _vectors([issues[1].pk])[issues[1].pk]
+    assert "'gradient':9C" in short and "'first':10C" in short and "checkpoint" not in short
+
+    log = vectors[issues[3].pk]
+    # Prose, numbers included; a log's first and last lines, words only; not its middle.
+    assert "'1200':" in log and "'a100s':" in log and "'one':" in log
+    assert "'zero':" in log and "'unhandl':" in log and "'deepspe':" in log
+    assert "'unclos':" in log and "'tail':" in log  # an unclosed fence runs to the end
+    assert "middlemark" not in log and "'2.18.7'" not in log and "'1234'" not in log
+    assert "'错误':" in vectors[issues[4].pk]  # the tail of a block in characters, not bytes
 
 
 INDEXERS = {
