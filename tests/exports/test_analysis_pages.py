@@ -47,7 +47,7 @@ def test_api_returns_every_table_at_the_level_and_stage_asked(reference) -> None
     body = api.get(url, {"stage": "inference", "level": "leaf"}).json()
     expected = run_analysis(reference.study, {"stage": "inference"})
     assert body["stage"] == "inference" and body["levels"] == {"symptom": "leaf"}
-    assert body["decided"] == len(expected.data.records) > 0
+    assert body["decided"] == expected.decided > 0
     assert [t["id"] for t in body["tables"]] == [t.id for t in expected.tables]
     for table, want in zip(body["tables"], expected.tables, strict=True):
         assert table["header"] == want.header and table["rows"] == want.values()
