@@ -247,9 +247,10 @@ def run_analysis(study: Study, query: Mapping[str, str]) -> Analysis:
         k: str(query[k]).strip() for k in ANALYSIS_FILTERS if str(query.get(k) or "").strip()
     }
     filtered_items(study, filters)  # checks the filters first, as the export does
-    scheme = scheme_of(load_codebook(study.codebook_version))
+    book = load_codebook(study.codebook_version)
+    scheme = scheme_of(book)
     levels = parse_levels(query, scheme)
     stage = check_stage(query.get("stage"), scheme)
-    tally = study_tally(study, filters, scheme, levels, stage)
+    tally = study_tally(study, filters, book, scheme, levels, stage)
     tables = analysis_tables(tally, levels)
     return Analysis(study, filters, stage, levels, tally, tables, flow_facets(scheme))

@@ -80,7 +80,8 @@ def reference(django_db_setup, django_db_blocker):  # type: ignore[no-untyped-de
 
 def test_the_databases_counts_equal_the_records_counts_under_every_filter(reference) -> None:  # type: ignore[no-untyped-def]
     study = reference.study
-    scheme = scheme_of(load_codebook(study.codebook_version))
+    book = load_codebook(study.codebook_version)
+    scheme = scheme_of(book)
     assert scheme.facet("fix-pattern").levels == 2  # the planted hierarchy
     for query in QUERIES:
         filters = {
@@ -92,7 +93,7 @@ def test_the_databases_counts_equal_the_records_counts_under_every_filter(refere
         if stage:
             records = records.in_stage(stage)
         expected = tally_of(records, levels)
-        found = study_tally(study, filters, scheme, levels, stage)
+        found = study_tally(study, filters, book, scheme, levels, stage)
         assert found.decided == len(records.records) == expected.decided, query
         assert +found.on_path == +expected.on_path, query
         assert +found.pairs == +expected.pairs, query
