@@ -31,6 +31,7 @@ def count_request(scheme: Scheme, stage: str) -> CountRequest:
         ids[key].append(pk)
     return CountRequest(
         facets=[ids[k] for k in keys],
+        multi=[f.multi for f in scheme.facets],
         pairs=[(keys.index(a), keys.index(b)) for a, b in table_pairs(scheme)],
         distributed=_category_ids(DISTRIBUTED, DISTRIBUTED_YES) if DISTRIBUTED in keys else [],
         stage=_category_ids(STAGE, stage) if stage else None,
@@ -86,18 +87,26 @@ def _tally(
     return tally
 
 
-def _codes(book: Codebook, category_ids: Iterable[int]) -> set[str]:
-    return {book.category(pk)[1] for pk in category_ids}
+def _codes(book: Codebook, category_ids: int | Iterable[int]) -> set[str]:
+    """The codes of a single-choice facet's category or a multi-choice facet's categories."""
+    ids = [category_ids] if isinstance(category_ids, int) else category_ids
+    return {book.category(pk)[1] for pk in ids}
 
 
-def _on_path(scheme: Scheme, book: Codebook, key: str, category_ids: Iterable[int]) -> set[str]:
+def _on_path(
+    scheme: Scheme, book: Codebook, key: str, category_ids: int | Iterable[int]
+) -> set[str]:
     facet = scheme.facet(key)
     assert facet is not None
     return {c for code in _codes(book, category_ids) for c in facet.path(code)}
 
 
 def _units(
-    scheme: Scheme, book: Codebook, key: str, category_ids: Iterable[int], level: int | None
+    scheme: Scheme,
+    book: Codebook,
+    key: str,
+    category_ids: int | Iterable[int],
+    level: int | None,
 ) -> set[str]:
     facet = scheme.facet(key)
     assert facet is not None

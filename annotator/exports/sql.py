@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import QuerySet
 
 from annotator.adjudication.models import Decision, DecisionLabel
@@ -25,38 +25,44 @@ _s = Table(Issue, "s")
 @dataclass(frozen=True)
 class CountRequest:
     """What to count. `facets`: per facet of the codebook, the ids of the facets of that key (a
-    label on another version's category keeps its facet key). `pairs`: (rows, columns) facet
-    indexes of each cross-table. `distributed`: the category ids meaning "distributed-
-    specific". `stage`: the category ids of a stage the items must carry, or None."""
+    label on another version's category keeps its facet key); `multi`: per facet, whether
+    several categories may be chosen. `pairs`: (rows, columns) facet indexes of each
+    cross-table. `distributed`: the category ids meaning "distributed-specific". `stage`: the
+    category ids of a stage the items must carry, or None."""
 
     facets: Sequence[Sequence[int]]
+    multi: Sequence[bool]
     pairs: Sequence[tuple[int, int]]
     distributed: Sequence[int]
     stage: Sequence[int] | None
 
 
+def _chosen(k: int, multi: bool) -> str:
+    """A decision's categories in facet k: one id (a single-choice facet), or the sorted ids."""
+    value = (
+        f"array_agg({_dl.category} ORDER BY {_dl.category})" if multi else f"min({_dl.category})"
+    )
+    return f"{value} FILTER (WHERE {_dl.facet} = ANY(%s)) AS f{k}"
+
+
 def _statement(items_sql: str, request: CountRequest) -> str:
     n = len(request.facets)
-    chosen = ", ".join(
-        f"array_agg({_dl.category}) FILTER (WHERE {_dl.facet} = ANY(%s)) AS f{k}" for k in range(n)
-    )
-    columns = ", ".join(f"p.f{k}" for k in range(n))
-    sets = [f"(d.repository, p.yes, p.f{k})" for k in range(n)]
-    sets += [f"(p.f{a}, p.f{b})" for a, b in request.pairs]
-    where = " WHERE p.in_stage" if request.stage is not None else ""
+    chosen = ", ".join(_chosen(k, multi) for k, multi in enumerate(request.multi))
+    columns = ", ".join(f"f{k}" for k in range(n))
+    sets = [f"(repository, yes, f{k})" for k in range(n)]
+    sets += [f"(f{a}, f{b})" for a, b in request.pairs]
+    where = " WHERE in_stage" if request.stage is not None else ""
     return f"""
-WITH decided AS MATERIALIZED (
-  SELECT {_d.id} AS decision, {_s.repository} AS repository
+WITH per AS MATERIALIZED (
+  SELECT {_s.repository} AS repository, coalesce(bool_or({_dl.category} = ANY(%s)), false) AS yes,
+    coalesce(bool_or({_dl.category} = ANY(%s)), false) AS in_stage, {chosen}
   FROM {_d} JOIN {_i} ON {_i.id} = {_d.item} JOIN {_s} ON {_s.id} = {_i.issue}
+  LEFT JOIN {_dl} ON {_dl.decision} = {_d.id}
   WHERE {_d.item} IN ({items_sql})
-), per AS MATERIALIZED (
-  SELECT {_dl.decision} AS decision, bool_or({_dl.category} = ANY(%s)) AS yes,
-    bool_or({_dl.category} = ANY(%s)) AS in_stage, {chosen}
-  FROM {_dl} WHERE {_dl.decision} IN (SELECT decision FROM decided)
-  GROUP BY {_dl.decision}
+  GROUP BY {_d.id}, {_s.repository}
 )
-SELECT GROUPING(d.repository, p.yes, {columns}), d.repository, p.yes, {columns}, count(*)
-FROM decided d LEFT JOIN per p ON p.decision = d.decision{where}
+SELECT GROUPING(repository, yes, {columns}), repository, yes, {columns}, count(*)
+FROM per{where}
 GROUP BY GROUPING SETS ({", ".join(sets)}, ())
 """
 
@@ -77,8 +83,13 @@ def analysis_counts(*, items: QuerySet[Item], request: CountRequest) -> list[tup
     arrays. tests/exports/test_analysis_aggregates.py holds the counts equal to those of the
     records the export writes."""
     items_sql, items_params = items.values("pk").order_by().query.sql_with_params()
-    params: list[Any] = [*items_params, list(request.distributed), list(request.stage or [])]
+    params: list[Any] = [list(request.distributed), list(request.stage or [])]
     params += [list(ids) for ids in request.facets]
-    with connection.cursor() as cursor:
+    params += items_params
+    with transaction.atomic(), connection.cursor() as cursor:
+        # The planner cannot estimate the grouped rows and expects millions: it would spend
+        # seconds compiling the statement (JIT) and sort the groups on disk.
+        cursor.execute("SET LOCAL jit = off")
+        cursor.execute("SET LOCAL work_mem = '64MB'")
         cursor.execute(_statement(items_sql, request), params)
         return list(cursor.fetchall())
