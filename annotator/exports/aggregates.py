@@ -4,17 +4,25 @@ items). The tables are then built from the counts by the same pure code (`analys
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from typing import Any
 
+from django.core.cache import cache
 from django.db import connection
+from django.db.models import Count, Max, QuerySet
 
 from annotator.issues.models import Repository
+from annotator.studies.models import Item
 from taxonomy_app.models import Category, Facet
 
 from .analysis import DISTRIBUTED, DISTRIBUTED_YES, STAGE, Scheme, Tally, at, table_pairs, tally_of
 from .rows import Codebook, filtered_items
 from .sql import CountRequest, analysis_counts
+
+# The counts are kept under a digest of everything they depend on (`_digest`), so any such
+# write reads them again: the timeout only bounds how long an entry nobody reads stays.
+CACHE_SECONDS = 24 * 3600
 
 
 def _category_ids(key: str, code: str) -> list[int]:
@@ -55,8 +63,34 @@ def study_tally(
         data = study_dataset(study, filters)
         return tally_of(data.in_stage(stage) if stage else data, levels)
     request = count_request(scheme, stage)
-    rows = analysis_counts(items=filtered_items(study, filters), request=request)
+    items = filtered_items(study, filters)
+    key = f"analysis-counts:{study.pk}:{_digest(items, request)}"
+    rows = cache.get(key)
+    if rows is None:
+        rows = analysis_counts(items=items, request=request)
+        cache.set(key, rows, CACHE_SECONDS)
     return _tally(rows, request, book, scheme, levels)
+
+
+def _digest(items: QuerySet[Item], request: CountRequest) -> str:
+    """What the counts depend on: the items' query (the study, the filters, the issues marked
+    duplicates), what is counted (facets, categories, stage) and `fingerprint(items)`."""
+    sql, params = items.values("pk").order_by().query.sql_with_params()
+    text = repr((sql, params, request, fingerprint(items)))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def fingerprint(items: QuerySet[Item]) -> tuple[Any, ...]:
+    """What every write the counts depend on changes, in one aggregate query: how many items
+    and decisions there are and the newest decision change. Every write of a decision's labels
+    writes the decision too (adjudication/services/decisions.py sets `updated_at` with them, a
+    decision made or deleted changes the count, the prior-label import makes new ones); an
+    item's round and issue (so its repository) never change. Codebook edits need no key: the
+    counts are by category id, named from the codebook at each request (`_tally`)."""
+    state = items.order_by().aggregate(
+        items=Count("pk"), decisions=Count("decision"), at=Max("decision__updated_at")
+    )
+    return (state["items"], state["decisions"], state["at"].isoformat() if state["at"] else "")
 
 
 def _tally(

@@ -165,3 +165,49 @@ def test_the_issues_page_shows_the_count_and_pages_through_them(client, referenc
         seen |= set(re.findall(r'data-row-link href="[^"]*?(\d+)/"', page))
     assert {int(pk) for pk in seen} == set(expected)
     assert len(expected) <= DECIDED
+
+
+def test_counts_are_kept_until_a_decision_changes_then_counted_again(reference) -> None:  # type: ignore[no-untyped-def]
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from annotator.adjudication.services import adjudicate_item
+
+    from django.core.cache import cache
+
+    cache.clear()  # the module's study was counted by the tests before
+    study = reference.study
+
+    def analysis() -> tuple[object, int]:
+        with CaptureQueriesContext(connection) as queries:
+            result = run_analysis(study, {})
+        counted = sum("GROUPING SETS" in q["sql"] for q in queries.captured_queries)
+        return [(t.id, t.rows) for t in result.tables], counted
+
+    first, counted = analysis()
+    assert counted == 1
+    again, counted = analysis()
+    assert again == first and counted == 0  # from the cache
+    decision = (
+        Decision.objects.filter(item__study=study, labels__category__code="hang-timeout")
+        .order_by("pk")
+        .first()
+    )
+    assert decision is not None
+    labels: dict[int, list[int]] = {}
+    for label in decision.labels.all():
+        labels.setdefault(label.facet_id, []).append(label.category_id)
+    hang = Category.objects.get(facet__version=reference.version, code="hang-timeout")
+    oom = Category.objects.get(facet__version=reference.version, code="out-of-memory")
+    labels[hang.facet_id] = [oom.pk]
+    adjudicate_item(
+        item=decision.item,
+        user=study.created_by,
+        labels=labels,
+        reason="other",
+        version=decision.version,
+    )
+    changed, counted = analysis()
+    assert counted == 1 and changed != first
+    expected = analysis_tables(study_dataset(study, {}), {"symptom": None})
+    assert changed == [(t.id, t.rows) for t in expected]
