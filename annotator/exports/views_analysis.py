@@ -86,6 +86,9 @@ def _issues_url(study_id: int, filters: dict[str, str], stage: str) -> IssuesLin
 
 def analysis(request: HttpRequest, study_id: int) -> HttpResponse:
     study = study_for_export(request, study_id)
+    if request.GET.get("methods") == "text":  # the page's paragraph, fetched after the page
+        context = {"study": study, "methods_markdown": methods_markdown(methods_facts(study))}
+        return render(request, "exports/analysis.html#methods-paragraph", context)
     query = _query(request)
     try:
         result = run_analysis(study, query)
@@ -110,7 +113,6 @@ def _context(result: Analysis, query: dict[str, str]) -> dict[str, object]:
         href=lambda f, c: link(((f, c),)),
         names=scheme.name,
     )
-    facts = methods_facts(study)
     return {
         "study": study,
         "tables": [(t, _linked_rows(t, link)) for t in result.tables],
@@ -125,7 +127,7 @@ def _context(result: Analysis, query: dict[str, str]) -> dict[str, object]:
             (f"level-{f.key}", f.name, _level_choice(result, f.key), range(1, f.levels + 1))
             for f in scheme.hierarchical()
         ],
-        "methods_markdown": methods_markdown(facts),
+        "methods_markdown": None,  # fetched by the page (`?methods=text`)
         **_choices(study, scheme),
     }
 

@@ -4,6 +4,7 @@ and the issues a count links to are the records' items, a page at a time."""
 
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
@@ -168,12 +169,11 @@ def test_the_issues_page_shows_the_count_and_pages_through_them(client, referenc
 
 
 def test_counts_are_kept_until_a_decision_changes_then_counted_again(reference) -> None:  # type: ignore[no-untyped-def]
+    from django.core.cache import cache
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     from annotator.adjudication.services import adjudicate_item
-
-    from django.core.cache import cache
 
     cache.clear()  # the module's study was counted by the tests before
     study = reference.study
@@ -211,3 +211,22 @@ def test_counts_are_kept_until_a_decision_changes_then_counted_again(reference) 
     assert counted == 1 and changed != first
     expected = analysis_tables(study_dataset(study, {}), {"symptom": None})
     assert changed == [(t.id, t.rows) for t in expected]
+
+
+def test_the_page_fetches_the_methods_paragraph_after_its_tables(client, reference) -> None:  # type: ignore[no-untyped-def]
+    from annotator.exports.dataset import methods_facts
+    from annotator.exports.methods import methods_markdown
+
+    study = reference.study
+    client.force_login(study.created_by)
+    url = reverse("exports:analysis", args=[study.pk])
+    page = client.get(url).content.decode()
+    assert 'id="share-symptom"' in page
+    assert f'hx-get="{url}?methods=text" hx-trigger="load"' in page
+    assert "<textarea" not in page
+    part = client.get(url, {"methods": "text"}, HTTP_HX_REQUEST="true").content.decode()
+    assert part.startswith('<div id="methods-paragraph">') and "<html" not in part
+    text = re.search(r"<textarea[^>]*>(.*)</textarea>", part, re.S)
+    assert text is not None
+    assert html.unescape(text.group(1)) == methods_markdown(methods_facts(study))
+    assert 'data-copy="#methods-text"' in part
