@@ -12,14 +12,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Exists, OuterRef, QuerySet
+from django.core.cache import cache
+from django.db.models import Count, Exists, Max, OuterRef, QuerySet
 
 from annotator.adjudication.models import Decision, DecisionLabel
 from annotator.agreement.models import AgreementRun
 from annotator.issues.filter_text import filter_names, readable_filters
+from annotator.issues.models import Repository
 from annotator.studies.models import Annotation, Item, Membership, Selection, Study
 
-from .aggregates import study_tally
+from .aggregates import CACHE_SECONDS, study_tally
 from .analysis import (
     Dataset,
     FacetScheme,
@@ -69,6 +71,24 @@ def study_dataset(study: Study, filters: dict[str, Any] | None = None) -> Datase
     scheme = scheme_of(book)
     records = (record_from_export_row(row, scheme) for row in final_rows(items, book))
     return Dataset(scheme, [r for r in records if r is not None])
+
+
+def study_repositories(study: Study) -> list[str]:
+    """The `owner/name` of every repository the study's items are from, by name: read once per
+    state of the study's items (their count and newest id, one index-only query), as an issue
+    never changes repository and items are only added or deleted."""
+    state = Item.objects.filter(study=study).aggregate(n=Count("pk"), last=Max("pk"))
+    key = f"analysis-repositories:{study.pk}:{state['n']}:{state['last']}"
+    names = cache.get(key)
+    if names is None:
+        repositories = (
+            Repository.objects.filter(issues__study_items__study=study)
+            .distinct()
+            .order_by("owner", "name")
+        )
+        names = [r.full_name for r in repositories]
+        cache.set(key, names, CACHE_SECONDS)
+    return list(names)
 
 
 def decided_items_with(

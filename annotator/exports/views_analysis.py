@@ -15,7 +15,6 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 
 from annotator.adjudication.models import Decision
-from annotator.issues.models import Repository
 from annotator.studies.models import Study
 from annotator.uploads import content_disposition
 
@@ -37,6 +36,7 @@ from .dataset import (
     methods_facts,
     run_analysis,
     scheme_of,
+    study_repositories,
 )
 from .flow import flow_svg
 from .methods import methods_latex, methods_markdown
@@ -146,17 +146,12 @@ def _choices(study: Study, scheme: Scheme | None = None) -> dict[str, object]:
     """The options of the filter selects: the study's rounds, repositories and categories."""
     scheme = scheme or scheme_of(load_codebook(study.codebook_version))
     screening, stage = scheme.facet(SCREENING), scheme.facet(STAGE)
-    repositories = (
-        Repository.objects.filter(issues__study_items__study=study)
-        .distinct()
-        .order_by("owner", "name")
-    )
     return {
         "rounds": list(study.rounds.order_by("number").values_list("number", flat=True)),
         "sources": Decision.Source.choices,
         "verdicts": [(n.code, n.name) for n in screening.nodes] if screening else [],
         "stages": [(n.code, n.name) for n in stage.nodes] if stage else [],
-        "repositories": [r.full_name for r in repositories],
+        "repositories": study_repositories(study),
     }
 
 

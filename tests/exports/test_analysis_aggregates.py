@@ -230,3 +230,19 @@ def test_the_page_fetches_the_methods_paragraph_after_its_tables(client, referen
     assert text is not None
     assert html.unescape(text.group(1)) == methods_markdown(methods_facts(study))
     assert 'data-copy="#methods-text"' in part
+
+
+def test_the_repository_filter_lists_the_studys_repositories_and_a_new_one_at_once(
+    reference,
+) -> None:  # type: ignore[no-untyped-def]
+    from annotator.exports.dataset import study_repositories
+    from annotator.issues.models import Issue, Repository
+
+    study = reference.study
+    names = ["NVIDIA/Megatron-LM", "deepspeedai/DeepSpeed", "hpcaitech/ColossalAI"]
+    assert study_repositories(study) == names
+    assert study_repositories(study) == names  # from the cache
+    other = Repository.objects.create(owner="pytorch", name="pytorch")
+    issue = Issue.objects.create(repository=other, number=1, title="t", content_hash="0" * 64)
+    Item.objects.create(study=study, round=study.rounds.first(), issue=issue, quota=3)
+    assert study_repositories(study) == [*names, "pytorch/pytorch"]
