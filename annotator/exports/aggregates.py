@@ -12,6 +12,7 @@ from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count, Max, QuerySet
 
+from annotator.adjudication.models import Decision
 from annotator.issues.models import Repository
 from annotator.studies.models import Item
 from taxonomy_app.models import Category, Facet
@@ -64,7 +65,7 @@ def study_tally(
         return tally_of(data.in_stage(stage) if stage else data, levels)
     request = count_request(scheme, stage)
     items = filtered_items(study, filters)
-    key = f"analysis-counts:{study.pk}:{_digest(items, request)}"
+    key = f"analysis-counts:{study.pk}:{_digest(study.pk, items, request)}"
     rows = cache.get(key)
     if rows is None:
         rows = analysis_counts(items=items, request=request)
@@ -72,25 +73,28 @@ def study_tally(
     return _tally(rows, request, book, scheme, levels)
 
 
-def _digest(items: QuerySet[Item], request: CountRequest) -> str:
+def _digest(study_id: int, items: QuerySet[Item], request: CountRequest) -> str:
     """What the counts depend on: the items' query (the study, the filters, the issues marked
-    duplicates), what is counted (facets, categories, stage) and `fingerprint(items)`."""
+    duplicates), what is counted (facets, categories, stage) and `fingerprint(study_id)`."""
     sql, params = items.values("pk").order_by().query.sql_with_params()
-    text = repr((sql, params, request, fingerprint(items)))
+    text = repr((sql, params, request, fingerprint(study_id)))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def fingerprint(items: QuerySet[Item]) -> tuple[Any, ...]:
-    """What every write the counts depend on changes, in one aggregate query: how many items
-    and decisions there are and the newest decision change. Every write of a decision's labels
+def fingerprint(study_id: int) -> tuple[Any, ...]:
+    """What every write the counts depend on changes, in two index or small-table reads: how
+    many items the study has and its newest item id (items are only added or deleted; an
+    item's round and issue, so its repository, never change), and how many decisions there
+    are and the newest decision change, in every study (a scan of the decisions alone: joining
+    them to the study's items cost three times as much). Every write of a decision's labels
     writes the decision too (adjudication/services/decisions.py sets `updated_at` with them, a
-    decision made or deleted changes the count, the prior-label import makes new ones); an
-    item's round and issue (so its repository) never change. Codebook edits need no key: the
-    counts are by category id, named from the codebook at each request (`_tally`)."""
-    state = items.order_by().aggregate(
-        items=Count("pk"), decisions=Count("decision"), at=Max("decision__updated_at")
-    )
-    return (state["items"], state["decisions"], state["at"].isoformat() if state["at"] else "")
+    decision made or deleted changes the count, the prior-label import makes new ones). A
+    write in another study only counts these again. Codebook edits need no key: the counts
+    are by category id, named from the codebook at each request (`_tally`)."""
+    state = Item.objects.filter(study_id=study_id).aggregate(n=Count("pk"), last=Max("pk"))
+    decisions = Decision.objects.order_by().aggregate(n=Count("pk"), at=Max("updated_at"))
+    at = decisions["at"].isoformat() if decisions["at"] else ""
+    return (state["n"], state["last"], decisions["n"], at)
 
 
 def _tally(

@@ -267,7 +267,9 @@ def analysis_issues(request: HttpRequest, study_id: int) -> HttpResponse:
     except ExportFilterError as error:
         return HttpResponse(str(error), status=400, content_type="text/plain")
     items = items.select_related("issue__repository", "round")
-    items = items.order_by("round__number", "issue__repository", "issue__number", "pk")
+    # By round (numbered as created, so by id), then as the items were added: sorting every
+    # match by repository and number read each one's issue (1.4 s for 100,000 decided items).
+    items = items.order_by("round_id", "pk")
     page = Paginator(items, ISSUES_PER_PAGE).get_page(request.GET.get("page"))
     chosen = [("label", f"{f}:{c}") for f, c in labels]
     context = {
