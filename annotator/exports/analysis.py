@@ -24,6 +24,7 @@ import itertools
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 LEAF: int | None = None
@@ -202,6 +203,94 @@ class Dataset:
         ]
 
 
+PathKey = tuple[
+    str, str, str, bool
+]  # (facet, code on a label's path or "", repository, distributed)
+PairKey = tuple[str, str, str, str]  # (facet a, unit a, facet b, unit b)
+
+
+@dataclass
+class Tally:
+    """The issue counts every table and chart is read from, so they can be counted over the
+    records (`tally_of`) or aggregated in the database (exports/aggregates.py) alike.
+
+    `on_path`: issues per (facet, category on a label's path, repository, distributed-specific),
+    each issue once per category however many of its labels lie under it; the category "" counts
+    the issues labelled in the facet at all. `pairs`: issues per pair of categories of
+    `table_pairs` facets, each at its level in `levels` (an issue once per pair of its units)."""
+
+    scheme: Scheme
+    decided: int
+    levels: dict[str, int | None]
+    on_path: Counter[PathKey] = field(default_factory=Counter)
+    pairs: Counter[PairKey] = field(default_factory=Counter)
+
+    def issues(self, facet: str, code: str, repository: str | None = None) -> int:
+        """Issues with `code` on a label's path in `facet` ("": labelled in it), in a repository
+        (None: in any)."""
+        return self._by_repository.get((facet, code, repository), 0)
+
+    def distributed(self, facet: str, code: str) -> int:
+        """Of `issues(facet, code)`, the distributed-specific ones."""
+        return self._distributed.get((facet, code), 0)
+
+    def repositories(self, facet: str) -> list[str]:
+        """The repositories of the issues labelled in the facet, by name."""
+        return sorted(
+            repo
+            for (f, code, repo), n in self._by_repository.items()
+            if f == facet and not code and repo is not None and n
+        )
+
+    # Read once the counters are filled (tally_of, aggregates.study_tally), never before.
+    @cached_property
+    def _by_repository(self) -> dict[tuple[str, str, str | None], int]:
+        out: Counter[tuple[str, str, str | None]] = Counter()
+        for (facet, code, repo, _), n in self.on_path.items():
+            out[(facet, code, repo)] += n
+            out[(facet, code, None)] += n
+        return dict(out)
+
+    @cached_property
+    def _distributed(self) -> dict[tuple[str, str], int]:
+        out: Counter[tuple[str, str]] = Counter()
+        for (facet, code, _, yes), n in self.on_path.items():
+            if yes:
+                out[(facet, code)] += n
+        return dict(out)
+
+
+def table_pairs(scheme: Scheme) -> list[tuple[str, str]]:
+    """The (rows, columns) facets of every cross-table and of the flow's links."""
+    keys = set(scheme.keys())
+    pairs = [(f, STAGE) for f in STAGE_ROWS if f in keys] if STAGE in keys else []
+    flow = [(a, b) for a, b in itertools.pairwise(flow_facets(scheme))]
+    return pairs + [p for p in flow if p not in pairs]
+
+
+def tally_of(data: Dataset, level: Level = LEAF) -> Tally:
+    """The counts of a dataset's records (the reference the database's aggregates must equal)."""
+    levels = {f.key: at(level, f.key) for f in data.scheme.hierarchical()}
+    tally = Tally(data.scheme, len(data.records), levels)
+    pairs = table_pairs(data.scheme)
+    for r in data.records:
+        yes = DISTRIBUTED_YES in r.labels.get(DISTRIBUTED, ())
+        for facet in r.labels:
+            if data.scheme.facet(facet) is None or not r.labels[facet]:
+                continue
+            for code in {"", *data.codes_on_path(r, facet)}:
+                tally.on_path[(facet, code, r.repository, yes)] += 1
+        for a_facet, b_facet in pairs:
+            for a in data.units(r, a_facet, at(levels, a_facet)):
+                for b in data.units(r, b_facet, at(levels, b_facet)):
+                    tally.pairs[(a_facet, a, b_facet, b)] += 1
+    return tally
+
+
+def _tally(data: Dataset | Tally, level: Level) -> Tally:
+    return data if isinstance(data, Tally) else tally_of(data, level)
+
+
 @dataclass(frozen=True)
 class Cell:
     value: Any
@@ -269,37 +358,27 @@ def pct(n: int, total: int) -> float | None:
     return round(100 * n / total, 1) if total else None
 
 
-def share_table(data: Dataset, facet: str, level: Level = LEAF) -> Table:
+def share_table(data: Dataset | Tally, facet: str, level: Level = LEAF) -> Table:
     """Per category down to `level` (groups above it, indented tree, codebook order): issues
     and share of the issues labelled in the facet, overall and per repository."""
-    scheme = data.scheme.facet(facet)
+    tally = _tally(data, level)
+    scheme = tally.scheme.facet(facet)
     assert scheme is not None
-    labelled = data.labelled(facet)
-    repositories = sorted({r.repository for r in labelled})
-    per_repo = Counter(r.repository for r in labelled)
-    counts: Counter[tuple[str, str]] = Counter()
-    for r in labelled:
-        for code in data.codes_on_path(r, facet):
-            counts[(code, "")] += 1
-            counts[(code, r.repository)] += 1
+    labelled = tally.issues(facet, "")
+    repositories = tally.repositories(facet)
+    per_repo = {repo: tally.issues(facet, "", repo) for repo in repositories}
     header = ["level", "category", "name", "issues", "%"]
     header += [h for repo in repositories for h in (repo, f"{repo} %")]
     rows = []
     for node in scheme.down_to(at(level, facet)):
-        n, key = counts[(node.code, "")], ((facet, node.code),)
+        n, key = tally.issues(facet, node.code), ((facet, node.code),)
         row = [Cell(node.depth), Cell(node.code), Cell(node.name, indent=node.depth - 1)]
-        row += [Cell(n, key), Cell(pct(n, len(labelled)))]
+        row += [Cell(n, key), Cell(pct(n, labelled))]
         for repo in repositories:
-            m = counts[(node.code, repo)]
+            m = tally.issues(facet, node.code, repo)
             row += [Cell(m, key, repo), Cell(pct(m, per_repo[repo]))]
         rows.append(row)
-    total = [
-        Cell(""),
-        Cell("all"),
-        Cell(""),
-        Cell(len(labelled)),
-        Cell(100.0 if labelled else None),
-    ]
+    total = [Cell(""), Cell("all"), Cell(""), Cell(labelled), Cell(100.0 if labelled else None)]
     total += [c for repo in repositories for c in (Cell(per_repo[repo]), Cell(100.0))]
     return Table(
         f"share-{facet}",
@@ -324,23 +403,23 @@ def _share_note(scheme: FacetScheme) -> str:
     return "Of the issues labelled in the facet; the shares sum to 100%."
 
 
-def distributed_table(data: Dataset, facet: str, level: Level = LEAF) -> Table:
+def distributed_table(data: Dataset | Tally, facet: str, level: Level = LEAF) -> Table:
     """Per category of `facet` down to `level`: issues, distributed-specific ones, their share."""
-    scheme = data.scheme.facet(facet)
+    tally = _tally(data, level)
+    scheme = tally.scheme.facet(facet)
     assert scheme is not None
     rows = []
     for node in scheme.down_to(at(level, facet)):
-        items = [r for r in data.records if node.code in data.codes_on_path(r, facet)]
-        yes = [r for r in items if DISTRIBUTED_YES in r.labels.get(DISTRIBUTED, ())]
+        issues, yes = tally.issues(facet, node.code), tally.distributed(facet, node.code)
         key = (facet, node.code)
         rows.append(
             [
                 Cell(node.depth),
                 Cell(node.code),
                 Cell(node.name, indent=node.depth - 1),
-                Cell(len(items), (key,)),
-                Cell(len(yes), (key, (DISTRIBUTED, DISTRIBUTED_YES))),
-                Cell(pct(len(yes), len(items))),
+                Cell(issues, (key,)),
+                Cell(yes, (key, (DISTRIBUTED, DISTRIBUTED_YES))),
+                Cell(pct(yes, issues)),
             ]
         )
     header = ["level", facet, "name", "issues", "distributed-specific", "% distributed-specific"]
@@ -349,22 +428,20 @@ def distributed_table(data: Dataset, facet: str, level: Level = LEAF) -> Table:
     return Table(f"distributed-by-{facet}", title, header, rows, note)
 
 
-def cross_table(data: Dataset, rows_facet: str, columns_facet: str, level: Level = LEAF) -> Table:
+def cross_table(
+    data: Dataset | Tally, rows_facet: str, columns_facet: str, level: Level = LEAF
+) -> Table:
     """Issues per (row category, column category), both facets at `level`; an issue counts in
     every pair of its categories (several for a multi-choice facet)."""
-    row_scheme, column_scheme = data.scheme.facet(rows_facet), data.scheme.facet(columns_facet)
+    tally = _tally(data, level)
+    row_scheme, column_scheme = tally.scheme.facet(rows_facet), tally.scheme.facet(columns_facet)
     assert row_scheme is not None and column_scheme is not None
-    row_level, column_level = at(level, rows_facet), at(level, columns_facet)
-    row_codes = [n.code for n in row_scheme.units(row_level)]
-    column_codes = [n.code for n in column_scheme.units(column_level)]
-    counts: Counter[tuple[str, str]] = Counter()
-    for r in data.records:
-        for a in data.units(r, rows_facet, row_level):
-            for b in data.units(r, columns_facet, column_level):
-                counts[(a, b)] += 1
+    row_codes = [n.code for n in row_scheme.units(at(tally.levels, rows_facet))]
+    column_codes = [n.code for n in column_scheme.units(at(tally.levels, columns_facet))]
 
     def cell(a: str, b: str) -> Cell:
-        return Cell(counts[(a, b)], ((rows_facet, a), (columns_facet, b)))
+        n = tally.pairs.get((rows_facet, a, columns_facet, b), 0)
+        return Cell(n, ((rows_facet, a), (columns_facet, b)))
 
     rows = [[Cell(a), *(cell(a, b) for b in column_codes)] for a in row_codes]
     title = f"{row_scheme.name} × {column_scheme.name.lower()}"
@@ -372,16 +449,17 @@ def cross_table(data: Dataset, rows_facet: str, columns_facet: str, level: Level
 
 
 def flow_links(
-    data: Dataset, facets: Sequence[str], level: Level = LEAF
+    data: Dataset | Tally, facets: Sequence[str], level: Level = LEAF
 ) -> list[tuple[int, str, str, int]]:
     """(column index, source code, target code, issues) between consecutive facets."""
+    tally = _tally(data, level)
     out = []
     for i, (a_facet, b_facet) in enumerate(itertools.pairwise(facets)):
-        counts: Counter[tuple[str, str]] = Counter()
-        for r in data.records:
-            for a in data.units(r, a_facet, at(level, a_facet)):
-                for b in data.units(r, b_facet, at(level, b_facet)):
-                    counts[(a, b)] += 1
+        counts = {
+            (a, b): n
+            for (fa, a, fb, b), n in tally.pairs.items()
+            if fa == a_facet and fb == b_facet and n
+        }
         out += [(i, a, b, n) for (a, b), n in sorted(counts.items())]
     return out
 
@@ -401,40 +479,42 @@ def flow_facets(scheme: Scheme) -> list[str]:
     return _pick(scheme, FLOW_FACETS)[:4]
 
 
-def analysis_tables(data: Dataset, level: Level = LEAF) -> list[Table]:
+def analysis_tables(data: Dataset | Tally, level: Level = LEAF) -> list[Table]:
     """Every table, in the page's order: shares, distributed-specific shares, stage cross-tables,
     then the flow's consecutive cross-tables (symptom × root cause, root cause × fix pattern)."""
-    keys = set(data.scheme.keys())
-    tables = [share_table(data, f, level) for f in _pick(data.scheme, SHARE_FACETS)]
+    tally = _tally(data, level)
+    keys = set(tally.scheme.keys())
+    tables = [share_table(tally, f, level) for f in _pick(tally.scheme, SHARE_FACETS)]
     if DISTRIBUTED in keys:
-        tables += [distributed_table(data, f, level) for f in (STAGE, "symptom") if f in keys]
+        tables += [distributed_table(tally, f, level) for f in (STAGE, "symptom") if f in keys]
     if STAGE in keys:
-        tables += [cross_table(data, f, STAGE, level) for f in STAGE_ROWS if f in keys]
-    flow = flow_facets(data.scheme)
-    tables += [cross_table(data, a, b, level) for a, b in itertools.pairwise(flow)]
+        tables += [cross_table(tally, f, STAGE, level) for f in STAGE_ROWS if f in keys]
+    flow = flow_facets(tally.scheme)
+    tables += [cross_table(tally, a, b, level) for a, b in itertools.pairwise(flow)]
     return tables
 
 
-def share_bars(data: Dataset, facet: str, level: Level = LEAF) -> list[tuple[str, float]]:
-    """(category name, % of the issues labelled in the facet) per category of the level."""
-    scheme = data.scheme.facet(facet)
+def share_bars(data: Dataset | Tally, facet: str, level: Level = LEAF) -> list[tuple[str, float]]:
+    """(category name, % of the issues labelled in the facet) per category of the level: a
+    category of the level is on the path of exactly the labels that count under it."""
+    tally = _tally(data, level)
+    scheme = tally.scheme.facet(facet)
     assert scheme is not None
-    depth = at(level, facet)
-    labelled = data.labelled(facet)
-    counts = Counter(u for r in labelled for u in data.units(r, facet, depth))
-    return [(n.name, pct(counts[n.code], len(labelled)) or 0.0) for n in scheme.units(depth)]
+    labelled = tally.issues(facet, "")
+    return [
+        (n.name, pct(tally.issues(facet, n.code), labelled) or 0.0)
+        for n in scheme.units(at(level, facet))
+    ]
 
 
-def distributed_bars(data: Dataset, facet: str, level: Level = LEAF) -> list[tuple[str, float]]:
+def distributed_bars(
+    data: Dataset | Tally, facet: str, level: Level = LEAF
+) -> list[tuple[str, float]]:
     """(category name, % of its issues that are distributed-specific) per category."""
-    scheme = data.scheme.facet(facet)
+    tally = _tally(data, level)
+    scheme = tally.scheme.facet(facet)
     assert scheme is not None
-    depth = at(level, facet)
-    issues: Counter[str] = Counter()
-    yes: Counter[str] = Counter()
-    for r in data.records:
-        distributed = DISTRIBUTED_YES in r.labels.get(DISTRIBUTED, ())
-        for u in data.units(r, facet, depth):
-            issues[u] += 1
-            yes[u] += distributed
-    return [(n.name, pct(yes[n.code], issues[n.code]) or 0.0) for n in scheme.units(depth)]
+    return [
+        (n.name, pct(tally.distributed(facet, n.code), tally.issues(facet, n.code)) or 0.0)
+        for n in scheme.units(at(level, facet))
+    ]

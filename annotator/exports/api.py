@@ -269,7 +269,7 @@ class AnalysisApi(APIView):
             "filters": result.filters,
             "stage": result.stage or None,
             "levels": levels,
-            "decided": len(result.data.records),
+            "decided": result.decided,
             "tables": tables,
             "flow": {"columns": result.flow_columns, "links": links},
         }

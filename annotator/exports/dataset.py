@@ -8,23 +8,27 @@ agree cell for cell (tests/exports/test_analysis_matches_export.py).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count
+from django.core.cache import cache
+from django.db.models import Count, Exists, Max, OuterRef, QuerySet
 
-from annotator.adjudication.models import Decision
+from annotator.adjudication.models import Decision, DecisionLabel
 from annotator.agreement.models import AgreementRun
 from annotator.issues.filter_text import filter_names, readable_filters
+from annotator.issues.models import Repository
 from annotator.studies.models import Annotation, Item, Membership, Selection, Study
 
+from .aggregates import CACHE_SECONDS, study_tally
 from .analysis import (
     Dataset,
     FacetScheme,
     Node,
     Scheme,
     Table,
+    Tally,
     analysis_tables,
     check_stage,
     flow_facets,
@@ -67,6 +71,49 @@ def study_dataset(study: Study, filters: dict[str, Any] | None = None) -> Datase
     scheme = scheme_of(book)
     records = (record_from_export_row(row, scheme) for row in final_rows(items, book))
     return Dataset(scheme, [r for r in records if r is not None])
+
+
+def study_repositories(study: Study) -> list[str]:
+    """The `owner/name` of every repository the study's items are from, by name: read once per
+    state of the study's items (their count and newest id, one index-only query), as an issue
+    never changes repository and items are only added or deleted."""
+    state = Item.objects.filter(study=study).aggregate(n=Count("pk"), last=Max("pk"))
+    key = f"analysis-repositories:{study.pk}:{state['n']}:{state['last']}"
+    names = cache.get(key)
+    if names is None:
+        repositories = (
+            Repository.objects.filter(issues__study_items__study=study)
+            .distinct()
+            .order_by("owner", "name")
+        )
+        names = [r.full_name for r in repositories]
+        cache.set(key, names, CACHE_SECONDS)
+    return list(names)
+
+
+def decided_items_with(
+    study: Study, filters: dict[str, Any], labels: Iterable[tuple[str, str]]
+) -> QuerySet[Item]:
+    """The decided items passing the export filters (`repository` as the records name it:
+    `owner/name`) whose final labels name, or lie under, every (facet, code) given: the items
+    `study_dataset(...).items_with(labels, repository)` lists, as one query."""
+    repository = str(filters.get("repository") or "")
+    others = {k: v for k, v in filters.items() if k != "repository"}
+    items = filtered_items(study, others).filter(decision__isnull=False)
+    if repository:
+        owner, _, name = repository.partition("/")
+        items = items.filter(issue__repository__owner=owner, issue__repository__name=name)
+    scheme = scheme_of(load_codebook(study.codebook_version))
+    for facet, code in labels:
+        found = scheme.facet(facet)
+        if found is None:
+            return items.none()
+        codes = {code} | {n.code for n in found.nodes if code in found.path(n.code)}
+        chosen = DecisionLabel.objects.filter(
+            decision__item=OuterRef("pk"), category__facet__key=facet, category__code__in=codes
+        )
+        items = items.filter(Exists(chosen))
+    return items
 
 
 def _selections(study: Study) -> list[SelectionFacts]:
@@ -194,25 +241,36 @@ class Analysis:
     filters: dict[str, str]
     stage: str
     levels: dict[str, int | None]
-    data: Dataset  # the decided items passing the filters, within the stage if one is given
+    tally: Tally  # the counts of the decided items passing the filters (within the stage)
     tables: list[Table]
     flow_columns: list[str]
 
+    @property
+    def scheme(self) -> Scheme:
+        return self.tally.scheme
+
+    @property
+    def decided(self) -> int:
+        """Decided items counted (within the stage, if one is given)."""
+        return self.tally.decided
+
     def flow_links(self) -> list[tuple[int, str, str, int]]:
-        return flow_links(self.data, self.flow_columns, self.levels)
+        return flow_links(self.tally, self.flow_columns, self.levels)
 
 
 def run_analysis(study: Study, query: Mapping[str, str]) -> Analysis:
     """The analysis a page or API query asks for: export filters (round, source, screening,
     repository), `stage` and `level` / `level-<facet>`. Raises ExportFilterError or
-    AnalysisParameterError naming the parameter."""
+    AnalysisParameterError naming the parameter. The counts are aggregated in the database
+    (`aggregates.study_tally`), not read from every item's record."""
     filters = {
         k: str(query[k]).strip() for k in ANALYSIS_FILTERS if str(query.get(k) or "").strip()
     }
-    data = study_dataset(study, filters)
-    levels = parse_levels(query, data.scheme)
-    stage = check_stage(query.get("stage"), data.scheme)
-    if stage:
-        data = data.in_stage(stage)
-    tables = analysis_tables(data, levels)
-    return Analysis(study, filters, stage, levels, data, tables, flow_facets(data.scheme))
+    filtered_items(study, filters)  # checks the filters first, as the export does
+    book = load_codebook(study.codebook_version)
+    scheme = scheme_of(book)
+    levels = parse_levels(query, scheme)
+    stage = check_stage(query.get("stage"), scheme)
+    tally = study_tally(study, filters, book, scheme, levels, stage)
+    tables = analysis_tables(tally, levels)
+    return Analysis(study, filters, stage, levels, tally, tables, flow_facets(scheme))

@@ -8,14 +8,14 @@ from __future__ import annotations
 from typing import Protocol
 from urllib.parse import urlencode
 
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 
 from annotator.adjudication.models import Decision
-from annotator.issues.models import Repository
-from annotator.studies.models import Item, Study
+from annotator.studies.models import Study
 from annotator.uploads import content_disposition
 
 from .access import study_for_export
@@ -32,10 +32,11 @@ from .analysis import (
 from .dataset import (
     ANALYSIS_FILTERS,
     Analysis,
+    decided_items_with,
     methods_facts,
     run_analysis,
     scheme_of,
-    study_dataset,
+    study_repositories,
 )
 from .flow import flow_svg
 from .methods import methods_latex, methods_markdown
@@ -54,6 +55,7 @@ from .rows import ExportFilterError, load_codebook
 PAGE_PARAMETERS = (*ANALYSIS_FILTERS, "stage")
 TABLE_FORMATS = {"csv": "text/csv; charset=utf-8", "tex": "application/x-tex; charset=utf-8"}
 CHART_FORMATS = {"svg": "image/svg+xml", "png": "image/png"}
+ISSUES_PER_PAGE = 100
 METHODS_FORMATS = {"md": "text/markdown; charset=utf-8", "tex": "application/x-tex; charset=utf-8"}
 
 
@@ -84,6 +86,9 @@ def _issues_url(study_id: int, filters: dict[str, str], stage: str) -> IssuesLin
 
 def analysis(request: HttpRequest, study_id: int) -> HttpResponse:
     study = study_for_export(request, study_id)
+    if request.GET.get("methods") == "text":  # the page's paragraph, fetched after the page
+        context = {"study": study, "methods_markdown": methods_markdown(methods_facts(study))}
+        return render(request, "exports/analysis.html#methods-paragraph", context)
     query = _query(request)
     try:
         result = run_analysis(study, query)
@@ -100,7 +105,7 @@ def analysis(request: HttpRequest, study_id: int) -> HttpResponse:
 
 
 def _context(result: Analysis, query: dict[str, str]) -> dict[str, object]:
-    study, scheme = result.study, result.data.scheme
+    study, scheme = result.study, result.scheme
     link = _issues_url(study.pk, result.filters, result.stage)
     svg = flow_svg(
         result.flow_columns,
@@ -108,7 +113,6 @@ def _context(result: Analysis, query: dict[str, str]) -> dict[str, object]:
         href=lambda f, c: link(((f, c),)),
         names=scheme.name,
     )
-    facts = methods_facts(study)
     return {
         "study": study,
         "tables": [(t, _linked_rows(t, link)) for t in result.tables],
@@ -117,19 +121,19 @@ def _context(result: Analysis, query: dict[str, str]) -> dict[str, object]:
         "flow_columns": [_facet_name(result, k) for k in result.flow_columns],
         "query": query,
         "querystring": urlencode(query),
-        "decided": len(result.data.records),
+        "decided": result.decided,
         "stage_name": scheme.name(STAGE, result.stage) if result.stage else "",
         "levels": [
             (f"level-{f.key}", f.name, _level_choice(result, f.key), range(1, f.levels + 1))
             for f in scheme.hierarchical()
         ],
-        "methods_markdown": methods_markdown(facts),
+        "methods_markdown": None,  # fetched by the page (`?methods=text`)
         **_choices(study, scheme),
     }
 
 
 def _facet_name(result: Analysis, key: str) -> str:
-    facet = result.data.scheme.facet(key)
+    facet = result.scheme.facet(key)
     return facet.name if facet else key
 
 
@@ -142,17 +146,12 @@ def _choices(study: Study, scheme: Scheme | None = None) -> dict[str, object]:
     """The options of the filter selects: the study's rounds, repositories and categories."""
     scheme = scheme or scheme_of(load_codebook(study.codebook_version))
     screening, stage = scheme.facet(SCREENING), scheme.facet(STAGE)
-    repositories = (
-        Repository.objects.filter(issues__study_items__study=study)
-        .distinct()
-        .order_by("owner", "name")
-    )
     return {
         "rounds": list(study.rounds.order_by("number").values_list("number", flat=True)),
         "sources": Decision.Source.choices,
         "verdicts": [(n.code, n.name) for n in screening.nodes] if screening else [],
         "stages": [(n.code, n.name) for n in stage.nodes] if stage else [],
-        "repositories": [r.full_name for r in repositories],
+        "repositories": study_repositories(study),
     }
 
 
@@ -178,9 +177,9 @@ def _suffix(result: Analysis) -> str:
 
 
 def _caption(result: Analysis, table: Table) -> str:
-    scheme = result.data.scheme
+    scheme = result.scheme
     where = f" (stage: {scheme.name(STAGE, result.stage)})" if result.stage else ""
-    return f"{table.title}{where}, {len(result.data.records)} decided issues. {table.note}".strip()
+    return f"{table.title}{where}, {result.decided} decided issues. {table.note}".strip()
 
 
 def _table_download(result: Analysis, table_id: str, format: str) -> HttpResponse:
@@ -215,10 +214,10 @@ def _charts(result: Analysis) -> list[tuple[str, str]]:
 
 def _bars(result: Analysis, table_id: str) -> list[Bar]:
     if table_id.startswith("share-"):
-        values = share_bars(result.data, table_id.removeprefix("share-"), result.levels)
+        values = share_bars(result.tally, table_id.removeprefix("share-"), result.levels)
     else:
         values = distributed_bars(
-            result.data, table_id.removeprefix("distributed-by-"), result.levels
+            result.tally, table_id.removeprefix("distributed-by-"), result.levels
         )
     return [Bar(label, value) for label, value in values]
 
@@ -228,7 +227,7 @@ def _chart_download(result: Analysis, chart_id: str, format: str) -> HttpRespons
     if chart_id not in charts or format not in CHART_FORMATS:
         raise Http404
     name = f"{result.study.pk}-{chart_id}{_suffix(result)}.{format}"
-    scheme = result.data.scheme
+    scheme = result.scheme
     if chart_id == "flow":
         links = result.flow_links()
         if format == "svg":
@@ -258,22 +257,27 @@ def _label(value: str) -> tuple[str, str]:
 
 def analysis_issues(request: HttpRequest, study_id: int) -> HttpResponse:
     """The decided issues carrying every `label=facet:code` given (a code matches its
-    descendants too), in the repository if given: what a count of the analysis counted."""
+    descendants too), in the repository if given: what a count of the analysis counted, a page
+    of them at a time."""
     study = study_for_export(request, study_id)
     filters = {k: v for k, v in _query(request).items() if k in ANALYSIS_FILTERS}
     labels = [_label(v) for v in request.GET.getlist("label") if ":" in v]
     try:
-        data = study_dataset(study, {k: v for k, v in filters.items() if k != "repository"})
+        items = decided_items_with(study, filters, labels)
     except ExportFilterError as error:
         return HttpResponse(str(error), status=400, content_type="text/plain")
-    ids = data.items_with(labels, filters.get("repository", ""))
-    items = Item.objects.filter(pk__in=ids).select_related("issue__repository", "round")
-    items = items.order_by("round__number", "issue__repository", "issue__number")
+    items = items.select_related("issue__repository", "round")
+    # By round (numbered as created, so by id), then as the items were added: sorting every
+    # match by repository and number read each one's issue (1.4 s for 100,000 decided items).
+    items = items.order_by("round_id", "pk")
+    page = Paginator(items, ISSUES_PER_PAGE).get_page(request.GET.get("page"))
+    chosen = [("label", f"{f}:{c}") for f, c in labels]
     context = {
         "study": study,
-        "items": items,
+        "page": page,
         "labels": labels,
         "filters": filters,
         "query": urlencode(filters),
+        "page_query": f"?{urlencode([*chosen, *filters.items()])}" if chosen or filters else "",
     }
     return render(request, "exports/analysis_issues.html", context)

@@ -47,7 +47,7 @@ def test_api_returns_every_table_at_the_level_and_stage_asked(reference) -> None
     body = api.get(url, {"stage": "inference", "level": "leaf"}).json()
     expected = run_analysis(reference.study, {"stage": "inference"})
     assert body["stage"] == "inference" and body["levels"] == {"symptom": "leaf"}
-    assert body["decided"] == len(expected.data.records) > 0
+    assert body["decided"] == expected.decided > 0
     assert [t["id"] for t in body["tables"]] == [t.id for t in expected.tables]
     for table, want in zip(body["tables"], expected.tables, strict=True):
         assert table["header"] == want.header and table["rows"] == want.values()
@@ -197,6 +197,7 @@ def test_methods_paragraph_of_the_demo_study_states_its_records() -> None:
 
 
 def test_page_and_api_queries_do_not_grow_with_the_items(client, reference) -> None:  # type: ignore[no-untyped-def]
+    from django.core.cache import cache
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -206,6 +207,7 @@ def test_page_and_api_queries_do_not_grow_with_the_items(client, reference) -> N
     client.get(url), api.get(f"/api/studies/{reference.study.pk}/analysis/")  # sessions, tokens
     counts = []
     for params in ({"round": "2"}, {}):  # 100 items, then all 860
+        cache.clear()  # both counted, not one read from the cache
         with CaptureQueriesContext(connection) as page:
             assert client.get(url, params).status_code == 200
         with CaptureQueriesContext(connection) as answer:
