@@ -3,12 +3,13 @@ Run on PostgreSQL here and again on SQLite by tests/test_sql_on_sqlite.py."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
 from django.utils import timezone
 
-from annotator.adjudication import sql
+from annotator.adjudication import analytics, sql
 from annotator.adjudication.models import (
     AdjudicationSettings,
     Change,
@@ -17,8 +18,8 @@ from annotator.adjudication.models import (
     ItemAgreement,
 )
 from annotator.studies.models import Annotation, AnnotationLabel, Item, Study
-from annotator.studies.services import next_assignment, save_draft
-from tests.adjudication.helpers import Scene, label_next
+from annotator.studies.services import create_round, next_assignment, save_draft
+from tests.adjudication.helpers import Scene, label_next, make_scene
 
 pytestmark = pytest.mark.django_db
 
@@ -159,3 +160,38 @@ def test_insert_change_stores_what_save_would(scene: Scene) -> None:
         del row["id"]
         assert row.pop("at") <= timezone.now()
     assert rows[0] == rows[1] and rows[0]["after"] == after
+
+
+# --- disagreement analytics -------------------------------------------------------------------
+@pytest.mark.postgresql_only
+def test_confused_pairs_equal_the_count_over_the_labels() -> None:
+    """Thirty items, three annotators each with seeded random answers (several pairs per item,
+    ties, more than TOP_PAIRS pairs in the single-choice facet, label sets in the multi-choice
+    one), over two rounds: PostgreSQL's count equals the one over the label rows in Python, for
+    the study and for each round."""
+    scene = make_scene(items=30, k=3, annotators=3)
+    rng = random.Random(5)
+    symptoms = ["failure", "hang", "oom", "crash", "slow", "other"]
+    for _ in range(30):
+        answers = [
+            {
+                "symptom": rng.choice(symptoms),
+                "fix": rng.sample(["version", "config"], rng.randint(0, 2)),
+            }
+            for _ in range(3)
+        ]
+        label_next(scene, *answers)
+    first = scene.world.round
+    second = create_round(study=scene.study)
+    items = Item.objects.filter(study=scene.study)
+    Item.objects.filter(pk__in=list(items.order_by("pk").values_list("pk", flat=True)[::3])).update(
+        round=second
+    )
+    for round in (None, first, second):
+        scoped = items.filter(round=round) if round is not None else items
+        fast = analytics.confused_pairs(study=scene.study, round=round, items=scoped)
+        assert fast == analytics.confused_pairs_from_labels(scoped)
+        assert fast  # the planted answers differ
+    groups = analytics.confused_pairs(study=scene.study, round=None, items=items)
+    assert max(len(g["pairs"]) for g in groups) == analytics.TOP_PAIRS
+    assert {g["round"] for g in groups} == {first.number, second.number}
