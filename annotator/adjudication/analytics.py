@@ -25,6 +25,7 @@ from collections import Counter, defaultdict
 from itertools import combinations
 from typing import Any
 
+from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count, F, Max, Q
 
@@ -39,6 +40,9 @@ SOURCES = [s.value for s in Decision.Source]
 TOP_PAIRS = 10
 ITEM_LINKS = 5
 SLOWEST = 5
+# Figures are kept under their fingerprint, which changes with any write they depend on: the
+# timeout only bounds how long an unread entry stays.
+CACHE_SECONDS = 24 * 3600
 
 
 def round_of(study: Study, value: object) -> tuple[Round | None, list[Round]]:
@@ -51,10 +55,42 @@ def round_of(study: Study, value: object) -> tuple[Round | None, list[Round]]:
 
 
 def disagreement_analytics(*, study: Study, round: Round | None = None) -> dict[str, Any]:
-    """The figures of the page and the API, as plain data (JSON-ready)."""
+    """The figures of the page and the API, as plain data (JSON-ready): computed once per state
+    of the study's decisions and agreements (`fingerprint`), then read from the cache."""
     items = Item.objects.filter(study=study)
     if round is not None:
         items = items.filter(round=round)
+    key = f"adjudication-analytics:{study.pk}:{round.pk if round else ''}:{fingerprint(items)}"
+    report = cache.get(key)
+    if report is None:
+        report = compute_analytics(study=study, round=round, items=items)
+        cache.set(key, report, CACHE_SECONDS)
+    return report
+
+
+def fingerprint(items: Any) -> str:
+    """What every write the figures depend on changes, read in one aggregate query: how many
+    items, agreement rows and decisions there are, and the newest agreement computation and
+    decision change. A submit that completes an item (or re-submits one) recomputes its
+    agreement row; the rules and a person deciding write the decision with its `updated_at`;
+    an item, agreement or decision deleted changes a count. The labels behind an item's
+    agreement do not change without it (after release a re-submit is a revision, which the
+    figures do not read)."""
+    state = items.aggregate(
+        items=Count("pk"),
+        agreements=Count("agreement"),
+        agreement_at=Max("agreement__computed_at"),
+        decisions=Count("decision"),
+        decision_at=Max("decision__updated_at"),
+    )
+    at = {k: v.isoformat() if v is not None else "" for k, v in state.items() if k.endswith("_at")}
+    return "{items}:{agreements}:{decisions}:".format(
+        **state
+    ) + "{agreement_at}:{decision_at}".format(**at)
+
+
+def compute_analytics(*, study: Study, round: Round | None, items: Any) -> dict[str, Any]:
+    """The figures, computed (a fixed number of aggregate queries)."""
     return {
         "study": study.pk,
         "round": round.number if round is not None else None,
