@@ -29,6 +29,7 @@ from annotator.studies.models import Annotation, AnnotationLabel, Item, Membersh
 from . import services
 from .blind import name_changes, names_for
 from .models import Comment, Decision, DecisionLabel, ItemAgreement
+from .paging import IdsFirstPagination
 
 Role = Membership.Role
 
@@ -180,6 +181,7 @@ class QueueApi(generics.ListAPIView):
     `?round=<number>`. Owners and adjudicators."""
 
     serializer_class = QueueEntryOutput
+    pagination_class = IdsFirstPagination
 
     def get_queryset(self) -> QuerySet[ItemAgreement]:
         study = _membership(self.request, self.kwargs["study_id"], SEE_ALL).study

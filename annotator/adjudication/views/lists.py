@@ -6,7 +6,6 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -19,6 +18,7 @@ from annotator.studies.models import Membership
 from .. import services
 from ..forms import MajorityForm, QueueFilterForm
 from ..models import AdjudicationSettings
+from ..paging import IdsFirstPaginator
 
 PAGE_SIZE = 50
 
@@ -39,7 +39,7 @@ def queue(request: HttpRequest, study_id: int) -> HttpResponse:
     membership = membership_or_404(request, study_id, SEE_ALL)
     form = _filters(request, membership)
     entries = services.disagreement_queue(study=membership.study, **form.filters())
-    page = Paginator(entries.prefetch_related("disagreeing_facets"), PAGE_SIZE).get_page(
+    page = IdsFirstPaginator(entries.prefetch_related("disagreeing_facets"), PAGE_SIZE).get_page(
         request.GET.get("page")
     )
     names = {f.key: f.name for f in codebook_schema(membership.study.codebook_version).facets}
@@ -73,7 +73,7 @@ def relabel(request: HttpRequest, study_id: int) -> HttpResponse:
     """Items whose labels use a category a later codebook version split."""
     membership = membership_or_404(request, study_id, SEE_ALL)
     items = services.relabel_queue(study=membership.study)
-    page = Paginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = IdsFirstPaginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
     context = {"study": membership.study, "membership": membership, "page": page}
     return render(request, "adjudication/relabel.html", context)
 
@@ -83,7 +83,7 @@ def items(request: HttpRequest, study_id: int) -> HttpResponse:
     membership = membership_or_404(request, study_id, SEE_ALL)
     form = _filters(request, membership)
     rows = services.item_overview(study=membership.study, round_id=form.filters()["round_id"])
-    page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = IdsFirstPaginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     rules = AdjudicationSettings.objects.filter(study=membership.study).first()
     initial = {
         "majority_rule": bool(rules and rules.majority_rule),
