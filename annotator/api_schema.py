@@ -46,7 +46,8 @@ class CachedSchemaView(SpectacularAPIView):
             assert isinstance(response, Response)
             response.accepted_renderer = renderer
             response.accepted_media_type = request.accepted_media_type
-            response.renderer_context = self.get_renderer_context()
+            # set by DRF's finalize_response, which a cached answer skips; not in the stubs
+            response.renderer_context = self.get_renderer_context()  # type: ignore[attr-defined]
             content = response.rendered_content
             kept = (content, response["Content-Type"], response["Content-Disposition"])
             with _lock:

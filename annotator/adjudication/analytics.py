@@ -193,7 +193,7 @@ def confused_pairs(*, study: Study, round: Round | None, items: Any) -> list[dic
                 "pairs": [],
             },
         )
-        pair = {"a": list(row.a), "b": list(row.b), "count": row.count, "items": row.items}
+        pair = {"a": list(row.a), "b": list(row.b), "count": row.items_with, "items": row.items}
         group["pairs"].append(pair)
     ordered = sorted(groups.values(), key=lambda g: (g["round"], g["order"], g["facet"]))
     return [{k: v for k, v in g.items() if k != "order"} for g in ordered]

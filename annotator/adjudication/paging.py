@@ -31,7 +31,7 @@ class IdsFirstPaginator(Paginator):
         if top + self.orphans >= self.count:
             top = self.count
         ids = rows.select_related(None).prefetch_related(None).values("pk")[bottom:top]
-        return self._get_page(rows.filter(pk__in=ids), number, self)
+        return Page(rows.filter(pk__in=ids), number, self)
 
 
 class IdsFirstPagination(PageNumberPagination):

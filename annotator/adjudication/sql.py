@@ -151,7 +151,7 @@ class ConfusedPair(NamedTuple):
     kind: str  # the facet's kind (single or multi)
     a: tuple[str, ...]  # one annotator's label set (category codes, sorted)
     b: tuple[str, ...]  # another's, a < b
-    count: int  # items where both sets were chosen
+    items_with: int  # items where both sets were chosen
     items: list[int]  # the first ITEM_LINKS of them, by id
 
 
