@@ -60,7 +60,8 @@ def disagreement_analytics(*, study: Study, round: Round | None = None) -> dict[
     items = Item.objects.filter(study=study)
     if round is not None:
         items = items.filter(round=round)
-    key = f"adjudication-analytics:{study.pk}:{round.pk if round else ''}:{fingerprint(items)}"
+    scope = f"{study.pk}:{round.pk if round else ''}"
+    key = f"adjudication-analytics:{scope}:{fingerprint(study, round)}"
     report = cache.get(key)
     if report is None:
         report = compute_analytics(study=study, round=round, items=items)
@@ -68,25 +69,16 @@ def disagreement_analytics(*, study: Study, round: Round | None = None) -> dict[
     return report
 
 
-def fingerprint(items: Any) -> str:
-    """What every write the figures depend on changes, read in one aggregate query: how many
-    items, agreement rows and decisions there are, and the newest agreement computation and
-    decision change. A submit that completes an item (or re-submits one) recomputes its
-    agreement row; the rules and a person deciding write the decision with its `updated_at`;
-    an item, agreement or decision deleted changes a count. The labels behind an item's
-    agreement do not change without it (after release a re-submit is a revision, which the
-    figures do not read)."""
-    state = items.aggregate(
-        items=Count("pk"),
-        agreements=Count("agreement"),
-        agreement_at=Max("agreement__computed_at"),
-        decisions=Count("decision"),
-        decision_at=Max("decision__updated_at"),
-    )
-    at = {k: v.isoformat() if v is not None else "" for k, v in state.items() if k.endswith("_at")}
-    return "{items}:{agreements}:{decisions}:".format(
-        **state
-    ) + "{agreement_at}:{decision_at}".format(**at)
+def fingerprint(study: Study, round: Round | None) -> str:
+    """What every write the figures depend on changes (sql.analytics_fingerprint): how many
+    items the study (or round) has, how many agreement rows and decisions there are, and the
+    newest agreement computation and decision change. A submit that completes an item (or
+    re-submits one) recomputes its agreement row; the rules and a person deciding write the
+    decision with its `updated_at`; an item, agreement or decision deleted changes a count. The
+    labels behind an item's agreement do not change without it (after release a re-submit is a
+    revision, which the figures do not read)."""
+    state = sql.analytics_fingerprint(study.pk, round.pk if round is not None else None)
+    return ":".join(v.isoformat() if hasattr(v, "isoformat") else str(v) for v in state)
 
 
 def compute_analytics(*, study: Study, round: Round | None, items: Any) -> dict[str, Any]:

@@ -230,3 +230,29 @@ def confused_pairs(study_id: int, round_id: int | None, top: int, links: int) ->
         ConfusedPair(r, f, o, name, kind, tuple(a), tuple(b), n, list(i))
         for r, f, o, name, kind, a, b, n, i in rows
     ]
+
+
+_f_item, _f_agreement, _f_decision = Table(Item), Table(ItemAgreement), Table(Decision)
+_FINGERPRINT = (
+    f"SELECT (SELECT count(*) FROM {_f_item} WHERE {_f_item.study} = %s"
+    f" AND ({_f_item.round} = %s OR %s IS NULL)),"
+    f" (SELECT count(*) FROM {_f_agreement}),"
+    f" (SELECT max({_f_agreement.computed_at}) FROM {_f_agreement}),"
+    f" (SELECT count(*) FROM {_f_decision}),"
+    f" (SELECT max({_f_decision.updated_at}) FROM {_f_decision})"
+)
+
+
+def analytics_fingerprint(study_id: int, round_id: int | None) -> tuple[Any, ...]:
+    """What any write the disagreement analytics depend on changes: the study's (or round's)
+    items counted, and over every study the agreement rows and decisions counted with the
+    newest agreement computation and decision change (each newest value one index probe).
+
+    Why SQL and every study: the same figures for the study's own rows join 100,000 items to
+    their agreements and decisions on each page view (over 100 ms at 20,000 items on 2 busy
+    cores); over the whole tables they are five index reads in one statement. A write in another
+    study then computes this study's figures again, which is correct, only not needed."""
+    with connection.cursor() as cursor:
+        cursor.execute(_FINGERPRINT, [study_id, round_id, round_id])
+        row = cursor.fetchone()
+    return tuple(row)

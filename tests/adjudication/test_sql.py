@@ -4,10 +4,13 @@ Run on PostgreSQL here and again on SQLite by tests/test_sql_on_sqlite.py."""
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from django.db.models import Max
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from annotator.adjudication import analytics, sql
 from annotator.adjudication.models import (
@@ -195,3 +198,38 @@ def test_confused_pairs_equal_the_count_over_the_labels() -> None:
     groups = analytics.confused_pairs(study=scene.study, round=None, items=items)
     assert max(len(g["pairs"]) for g in groups) == analytics.TOP_PAIRS
     assert {g["round"] for g in groups} == {first.number, second.number}
+
+
+def _moment(value: Any) -> Any:
+    """A timestamp as a raw cursor gives it (text on SQLite), as the ORM reads it."""
+    if value is None or isinstance(value, datetime):
+        return value
+    parsed = parse_datetime(str(value))
+    assert parsed is not None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def test_analytics_fingerprint_equals_the_orm_aggregates(scene: Scene) -> None:
+    def orm(round: Any) -> tuple[Any, ...]:
+        items = Item.objects.filter(study=scene.study)
+        if round is not None:
+            items = items.filter(round=round)
+        return (
+            items.count(),
+            ItemAgreement.objects.count(),
+            ItemAgreement.objects.aggregate(at=Max("computed_at"))["at"],
+            Decision.objects.count(),
+            Decision.objects.aggregate(at=Max("updated_at"))["at"],
+        )
+
+    def fast(round: Any) -> tuple[Any, ...]:
+        found = sql.analytics_fingerprint(scene.study.pk, round.pk if round else None)
+        return (found[0], found[1], _moment(found[2]), found[3], _moment(found[4]))
+
+    assert fast(None) == orm(None) == (4, 0, None, 0, None)
+    label_next(scene, {"symptom": "hang"}, {"symptom": "oom"})
+    label_next(scene, {"symptom": "hang"}, {"symptom": "hang"})
+    other = create_round(study=scene.study)
+    for round in (None, scene.world.round, other):
+        assert fast(round) == orm(round)
+    assert fast(None)[:2] == (4, 2) and fast(None)[3] == 1
