@@ -70,14 +70,14 @@ def disagreement_analytics(*, study: Study, round: Round | None = None) -> dict[
 
 
 def fingerprint(study: Study, round: Round | None) -> str:
-    """What every write the figures depend on changes (sql.analytics_fingerprint): how many
+    """What every write the figures depend on changes (sql.adjudication_fingerprint): how many
     items the study (or round) has, how many agreement rows and decisions there are, and the
     newest agreement computation and decision change. A submit that completes an item (or
     re-submits one) recomputes its agreement row; the rules and a person deciding write the
     decision with its `updated_at`; an item, agreement or decision deleted changes a count. The
     labels behind an item's agreement do not change without it (after release a re-submit is a
     revision, which the figures do not read)."""
-    state = sql.analytics_fingerprint(study.pk, round.pk if round is not None else None)
+    state = sql.adjudication_fingerprint(study.pk, round.pk if round is not None else None)
     return ":".join(v.isoformat() if hasattr(v, "isoformat") else str(v) for v in state)
 
 

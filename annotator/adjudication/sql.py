@@ -243,7 +243,7 @@ _FINGERPRINT = (
 )
 
 
-def analytics_fingerprint(study_id: int, round_id: int | None) -> tuple[Any, ...]:
+def adjudication_fingerprint(study_id: int, round_id: int | None) -> tuple[Any, ...]:
     """What any write the disagreement analytics depend on changes: the study's (or round's)
     items counted, and over every study the agreement rows and decisions counted with the
     newest agreement computation and decision change (each newest value one index probe).

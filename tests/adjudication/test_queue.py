@@ -13,6 +13,8 @@ from annotator.adjudication.services import (
     disagreement_queue,
     item_overview,
     next_in_queue,
+    queue_entries,
+    queue_ids,
     relabel_queue,
 )
 from annotator.studies.services import create_round
@@ -105,3 +107,26 @@ def test_ids_first_pages_equal_the_plain_pages(scene, per_page, orphans):
         ]
         shown += [(i.issue.repository.name, i.state, i.round.number) for i in items]
     assert len(shown) == 3 + 4 and len(queries) == 0
+
+
+def test_kept_queue_ids_follow_every_submit_and_decision(scene):
+    def same(**filters):  # type: ignore[no-untyped-def]
+        expected = [e.pk for e in disagreement_queue(study=scene.study, **filters)]
+        assert queue_ids(study=scene.study, **filters) == expected
+        return expected
+
+    half = label_next(scene, {"symptom": "hang"}, {"symptom": "oom"})
+    worst = label_next(
+        scene, {"symptom": "hang", "fix": ["version"]}, {"symptom": "oom", "fix": ["config"]}
+    )
+    assert len(same()) == 2
+    labels = scene.world.labels(screening="relevant", symptom="oom")
+    adjudicate_item(item=worst, user=scene.adjudicator, labels=labels, reason="other", version=0)
+    assert same() == [half.agreement.pk]
+    label_next(scene, {"fix": ["version"]}, {"fix": ["config"]})
+    assert len(same()) == 2
+    facets = {f.key: f.pk for f in scene.world.version.facets.all()}
+    for facet in facets.values():
+        same(facet_id=facet)
+    same(round_id=scene.world.round.pk)
+    assert queue_entries(same())[0].item.issue.title

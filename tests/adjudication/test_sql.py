@@ -209,7 +209,7 @@ def _moment(value: Any) -> Any:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def test_analytics_fingerprint_equals_the_orm_aggregates(scene: Scene) -> None:
+def test_adjudication_fingerprint_equals_the_orm_aggregates(scene: Scene) -> None:
     def orm(round: Any) -> tuple[Any, ...]:
         items = Item.objects.filter(study=scene.study)
         if round is not None:
@@ -223,7 +223,7 @@ def test_analytics_fingerprint_equals_the_orm_aggregates(scene: Scene) -> None:
         )
 
     def fast(round: Any) -> tuple[Any, ...]:
-        found = sql.analytics_fingerprint(scene.study.pk, round.pk if round else None)
+        found = sql.adjudication_fingerprint(scene.study.pk, round.pk if round else None)
         return (found[0], found[1], _moment(found[2]), found[3], _moment(found[4]))
 
     assert fast(None) == orm(None) == (4, 0, None, 0, None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from django.contrib import messages
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -38,10 +39,9 @@ def queue(request: HttpRequest, study_id: int) -> HttpResponse:
     """Undecided complete items, lowest agreement first, with how many remain."""
     membership = membership_or_404(request, study_id, SEE_ALL)
     form = _filters(request, membership)
-    entries = services.disagreement_queue(study=membership.study, **form.filters())
-    page = IdsFirstPaginator(entries.prefetch_related("disagreeing_facets"), PAGE_SIZE).get_page(
-        request.GET.get("page")
-    )
+    ids = services.queue_ids(study=membership.study, **form.filters())
+    page = Paginator(ids, PAGE_SIZE).get_page(request.GET.get("page"))
+    page.object_list = services.queue_entries(list(page.object_list))
     names = {f.key: f.name for f in codebook_schema(membership.study.codebook_version).facets}
     context = {
         "study": membership.study,
@@ -96,7 +96,7 @@ def items(request: HttpRequest, study_id: int) -> HttpResponse:
         "form": form,
         "page": page,
         "majority_form": MajorityForm(initial=initial),
-        "remaining": services.disagreement_queue(study=membership.study).count(),
+        "remaining": len(services.queue_ids(study=membership.study)),
     }
     return render(request, "adjudication/items.html", context)
 
