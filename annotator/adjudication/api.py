@@ -8,8 +8,8 @@ submitted and the owner has released the item; everyone else gets 404.
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any
+from collections.abc import Collection, Sequence
+from typing import Any, cast
 
 from django.db.models import Prefetch, QuerySet
 from django.http import Http404
@@ -183,11 +183,11 @@ class QueueApi(generics.ListAPIView):
     serializer_class = QueueEntryOutput
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        page = self.paginate_queryset(self._ids())  # type: ignore[arg-type]
-        entries = services.queue_entries(list(page or []))
+        page = cast(Sequence[int], self.paginate_queryset(self._ids()) or [])
+        entries = services.queue_entries([int(pk) for pk in page])
         return self.get_paginated_response(self.get_serializer(entries, many=True).data)
 
-    def _ids(self) -> list[int]:
+    def _ids(self) -> Sequence[int]:
         """The queue's entry ids in order (services.queue_ids, kept per state of the study)."""
         study = _membership(self.request, self.kwargs["study_id"], SEE_ALL).study
         facet_id = None

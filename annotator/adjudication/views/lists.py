@@ -41,7 +41,7 @@ def queue(request: HttpRequest, study_id: int) -> HttpResponse:
     form = _filters(request, membership)
     ids = services.queue_ids(study=membership.study, **form.filters())
     page = Paginator(ids, PAGE_SIZE).get_page(request.GET.get("page"))
-    page.object_list = services.queue_entries(list(page.object_list))
+    shown = services.queue_entries(list(page.object_list))
     names = {f.key: f.name for f in codebook_schema(membership.study.codebook_version).facets}
     context = {
         "study": membership.study,
@@ -49,7 +49,7 @@ def queue(request: HttpRequest, study_id: int) -> HttpResponse:
         "form": form,
         "page": page,
         # each entry with the names of the facets marked unsure: why an agreed item is here
-        "entries": [(e, [names.get(k, k) for k in e.unsure_facets]) for e in page],
+        "entries": [(e, [names.get(k, k) for k in e.unsure_facets]) for e in shown],
         "query": queue_query(request),
     }
     if getattr(request, "htmx", False):
