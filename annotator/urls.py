@@ -4,9 +4,10 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from drf_spectacular.views import SpectacularSwaggerSplitView
 
 from annotator.accounts.urls import github_urlpatterns, password_urlpatterns
+from annotator.api_schema import CachedSchemaView
 
 # Swagger UI's files come from drf-spectacular-sidecar (our static files) and its start-up script
 # from the split view as a file, so the page needs no CDN and no inline script; React styles it
@@ -45,7 +46,8 @@ urlpatterns = [
     path("api/", include("annotator.screening.api_urls")),
     path("api/", include("annotator.machine.api_urls")),
     path("api/", include("annotator.similarity.api_urls")),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    # generated once per process (annotator/api_schema.py): it changes only with the code
+    path("api/schema/", CachedSchemaView.as_view(), name="api-schema"),
     path("api/docs/", api_docs, name="api-docs"),
 ]
 

@@ -25,18 +25,24 @@ from collections import Counter, defaultdict
 from itertools import combinations
 from typing import Any
 
+from django.core.cache import cache
+from django.db import connection
 from django.db.models import Count, F, Max, Q
 
 from annotator.params import BadParameter
 from annotator.studies.models import Annotation, AnnotationLabel, Item, Round, Study
 from annotator.studies.rounds import asked_round
 
+from . import sql
 from .models import Decision
 
 SOURCES = [s.value for s in Decision.Source]
 TOP_PAIRS = 10
 ITEM_LINKS = 5
 SLOWEST = 5
+# Figures are kept under their fingerprint, which changes with any write they depend on: the
+# timeout only bounds how long an unread entry stays.
+CACHE_SECONDS = 24 * 3600
 
 
 def round_of(study: Study, value: object) -> tuple[Round | None, list[Round]]:
@@ -49,16 +55,40 @@ def round_of(study: Study, value: object) -> tuple[Round | None, list[Round]]:
 
 
 def disagreement_analytics(*, study: Study, round: Round | None = None) -> dict[str, Any]:
-    """The figures of the page and the API, as plain data (JSON-ready)."""
+    """The figures of the page and the API, as plain data (JSON-ready): computed once per state
+    of the study's decisions and agreements (`fingerprint`), then read from the cache."""
     items = Item.objects.filter(study=study)
     if round is not None:
         items = items.filter(round=round)
+    scope = f"{study.pk}:{round.pk if round else ''}"
+    key = f"adjudication-analytics:{scope}:{fingerprint(study, round)}"
+    report = cache.get(key)
+    if report is None:
+        report = compute_analytics(study=study, round=round, items=items)
+        cache.set(key, report, CACHE_SECONDS)
+    return report
+
+
+def fingerprint(study: Study, round: Round | None) -> str:
+    """What every write the figures depend on changes (sql.adjudication_fingerprint): how many
+    items the study (or round) has, how many agreement rows and decisions there are, and the
+    newest agreement computation and decision change. A submit that completes an item (or
+    re-submits one) recomputes its agreement row; the rules and a person deciding write the
+    decision with its `updated_at`; an item, agreement or decision deleted changes a count. The
+    labels behind an item's agreement do not change without it (after release a re-submit is a
+    revision, which the figures do not read)."""
+    state = sql.adjudication_fingerprint(study.pk, round.pk if round is not None else None)
+    return ":".join(v.isoformat() if hasattr(v, "isoformat") else str(v) for v in state)
+
+
+def compute_analytics(*, study: Study, round: Round | None, items: Any) -> dict[str, Any]:
+    """The figures, computed (a fixed number of aggregate queries)."""
     return {
         "study": study.pk,
         "round": round.number if round is not None else None,
         "sources": _sources(items),
         "reasons_by_facet": _reasons_by_facet(items),
-        "confused_pairs": _confused_pairs(items),
+        "confused_pairs": confused_pairs(study=study, round=round, items=items),
         "time_to_resolution": _time_to_resolution(items),
     }
 
@@ -135,9 +165,35 @@ def _reasons_by_facet(items: Any) -> dict[str, Any]:
     return {"facets": [{"key": k, "name": facets[k][1]} for k in ordered], "rows": rows}
 
 
-def _confused_pairs(items: Any) -> list[dict[str, Any]]:
+def confused_pairs(*, study: Study, round: Round | None, items: Any) -> list[dict[str, Any]]:
     """Per round and facet, the TOP_PAIRS most frequent pairs of differing label sets, each
-    with the first ITEM_LINKS items (by id) it occurs in."""
+    with the first ITEM_LINKS items (by id) it occurs in: counted by PostgreSQL
+    (sql.confused_pairs), elsewhere (SQLite) from the labels here."""
+    if connection.vendor != "postgresql":
+        return confused_pairs_from_labels(items)
+    rows = sql.confused_pairs(study.pk, round.pk if round else None, TOP_PAIRS, ITEM_LINKS)
+    groups: dict[tuple[int, str], dict[str, Any]] = {}
+    for row in rows:
+        group = groups.setdefault(
+            (row.round, row.facet),
+            {
+                "round": row.round,
+                "facet": row.facet,
+                "facet_name": row.facet_name,
+                "kind": row.kind,
+                "order": row.facet_order,
+                "pairs": [],
+            },
+        )
+        pair = {"a": list(row.a), "b": list(row.b), "count": row.items_with, "items": row.items}
+        group["pairs"].append(pair)
+    ordered = sorted(groups.values(), key=lambda g: (g["round"], g["order"], g["facet"]))
+    return [{k: v for k, v in g.items() if k != "order"} for g in ordered]
+
+
+def confused_pairs_from_labels(items: Any) -> list[dict[str, Any]]:
+    """confused_pairs counted in Python from one row per label (the path off PostgreSQL, and the
+    oracle of the SQL in tests)."""
     labels = (
         AnnotationLabel.objects.filter(
             annotation__status=Annotation.Status.SUBMITTED,

@@ -8,8 +8,8 @@ submitted and the owner has released the item; everyone else gets 404.
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any
+from collections.abc import Collection, Sequence
+from typing import Any, cast
 
 from django.db.models import Prefetch, QuerySet
 from django.http import Http404
@@ -21,6 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotator.params import INT_MAX
 from annotator.studies.access import SEE_ALL, membership_or_404
 from annotator.studies.api import AnnotationOutput
 from annotator.studies.codebook import codebook_schema
@@ -181,18 +182,28 @@ class QueueApi(generics.ListAPIView):
 
     serializer_class = QueueEntryOutput
 
-    def get_queryset(self) -> QuerySet[ItemAgreement]:
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        page = cast(Sequence[int], self.paginate_queryset(self._ids()) or [])
+        entries = services.queue_entries([int(pk) for pk in page])
+        return self.get_paginated_response(self.get_serializer(entries, many=True).data)
+
+    def _ids(self) -> Sequence[int]:
+        """The queue's entry ids in order (services.queue_ids, kept per state of the study)."""
         study = _membership(self.request, self.kwargs["study_id"], SEE_ALL).study
-        queue = services.disagreement_queue(study=study)
+        facet_id = None
         if facet := self.request.query_params.get("facet"):
             facets = codebook_schema(study.codebook_version).facets
-            found = next((f.id for f in facets if f.key == facet), None)
-            queue = (
-                services.disagreement_queue(study=study, facet_id=found) if found else queue.none()
-            )
+            facet_id = next((f.id for f in facets if f.key == facet), None)
+            if facet_id is None:
+                return []
+        round_id = None
         if (number := self.request.query_params.get("round", "")).isdigit():
-            queue = queue.filter(item__round__number=int(number))
-        return queue.prefetch_related("disagreeing_facets")
+            if int(number) > INT_MAX:  # no round has it; the database would refuse the value
+                return []
+            round_id = study.rounds.filter(number=int(number)).values_list("pk", flat=True).first()
+            if round_id is None:
+                return []
+        return services.queue_ids(study=study, facet_id=facet_id, round_id=round_id)
 
 
 class DecisionListApi(generics.ListAPIView):

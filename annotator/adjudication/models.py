@@ -65,6 +65,8 @@ class ItemAgreement(models.Model):
 
     class Meta:
         ordering = ["value", "item_id"]
+        # the newest computation, read by the analytics' fingerprint (analytics.py)
+        indexes = [models.Index(fields=["computed_at"], name="item_agreement_computed")]
         constraints = [
             models.CheckConstraint(
                 condition=Q(value__gte=0) & Q(value__lte=1), name="item_agreement_0_1"
@@ -114,6 +116,8 @@ class Decision(models.Model):
 
     class Meta:
         ordering = ["item_id"]
+        # the newest change, read by the analytics' fingerprint (analytics.py)
+        indexes = [models.Index(fields=["updated_at"], name="decision_updated")]
         constraints = [
             models.CheckConstraint(
                 condition=~Q(source="adjudicated") | ~Q(reason=""),

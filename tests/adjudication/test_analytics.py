@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from annotator.adjudication.analytics import disagreement_analytics
+from annotator.adjudication.analytics import compute_analytics, disagreement_analytics
 from annotator.adjudication.models import Decision, ItemAgreement
 from annotator.adjudication.services import adjudicate_item
 from annotator.studies.models import Annotation, AnnotationLabel, Item
@@ -273,3 +273,34 @@ def test_queries_do_not_grow_with_the_items(big: Scene) -> None:
     large = count()
     assert len(large[0]) == len(small[0]), "\n".join(large[0])
     assert len(large[1]) == len(small[1]) <= 10, "\n".join(large[1])
+
+
+def test_figures_are_kept_until_a_write_they_depend_on(
+    big: Scene, django_assert_num_queries
+) -> None:  # type: ignore[no-untyped-def]
+    items = plant(big)
+    first = disagreement_analytics(study=big.study)
+    with django_assert_num_queries(1):  # the fingerprint; the figures come from the cache
+        assert disagreement_analytics(study=big.study) == first
+
+    def total() -> dict[str, int]:
+        return disagreement_analytics(study=big.study)["sources"]["total"]
+
+    fresh = label_next(big, {"symptom": "crash"}, {"symptom": "oom"})  # a new agreement row
+    assert total()["undecided"] == first["sources"]["total"]["undecided"] + 1
+    adjudicate(big, fresh, "other")  # a new decision
+    assert total()["adjudicated"] == 4 and total()["undecided"] == 1
+    adjudicate_item(  # a decision changed: its reason moves in the reasons table
+        item=items["gap"],
+        user=big.adjudicator,
+        labels=big.world.labels(screening="relevant", symptom="oom"),
+        reason="other",
+        version=Decision.objects.get(item=items["gap"]).version,
+    )
+    reasons = disagreement_analytics(study=big.study)["reasons_by_facet"]["rows"]
+    assert {r["reason"]: r["total"] for r in reasons} == {"annotator-slip": 2, "other": 2}
+    Decision.objects.filter(item=fresh).delete()  # a decision removed
+    assert total()["adjudicated"] == 3 and total()["undecided"] == 2
+    assert disagreement_analytics(study=big.study) == compute_analytics(
+        study=big.study, round=None, items=Item.objects.filter(study=big.study)
+    )

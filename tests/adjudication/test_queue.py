@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import pytest
+from django.core.paginator import Paginator
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
+from annotator.adjudication.paging import IdsFirstPaginator
 from annotator.adjudication.services import (
     adjudicate_item,
     disagreement_queue,
+    item_overview,
     next_in_queue,
+    queue_entries,
+    queue_ids,
     relabel_queue,
 )
 from annotator.studies.services import create_round
@@ -67,3 +74,59 @@ def test_queue_ignores_other_studies(scene):
     label_next(scene, {"symptom": "hang"}, {"symptom": "oom"})
     IssueFactory()
     assert disagreement_queue(study=scene.study).count() == 1
+
+
+@pytest.mark.parametrize("per_page, orphans", [(1, 0), (2, 0), (3, 1)])
+def test_ids_first_pages_equal_the_plain_pages(scene, per_page, orphans):
+    label_next(scene, {"symptom": "hang"}, {"symptom": "oom"})
+    label_next(scene, {"fix": ["version"]}, {"fix": ["config"]})
+    label_next(scene, {"symptom": "hang", "fix": ["version"]}, {"symptom": "oom"})
+    label_next(scene, {"symptom": "hang"}, {"symptom": "hang"})
+    lists = [
+        disagreement_queue(study=scene.study).prefetch_related("disagreeing_facets"),
+        item_overview(study=scene.study),
+    ]
+    for rows in lists:
+        plain = Paginator(rows, per_page, orphans=orphans)
+        fast = IdsFirstPaginator(rows, per_page, orphans=orphans)
+        assert fast.count == plain.count and fast.num_pages == plain.num_pages
+        for number in plain.page_range:
+            expected, got = plain.page(number), fast.page(number)
+            assert [r.pk for r in got] == [r.pk for r in expected]
+            assert (got.start_index(), got.end_index()) == (
+                expected.start_index(),
+                expected.end_index(),
+            )
+    # the rows come with what the pages show, without a query each
+    entries = list(IdsFirstPaginator(lists[0], 10).page(1))
+    items = list(IdsFirstPaginator(lists[1], 10).page(1))
+    with CaptureQueriesContext(connection) as queries:
+        shown = [
+            (e.item.issue.title, e.item.round.number, list(e.disagreeing_facets.all()))
+            for e in entries
+        ]
+        shown += [(i.issue.repository.name, i.state, i.round.number) for i in items]
+    assert len(shown) == 3 + 4 and len(queries) == 0
+
+
+def test_kept_queue_ids_follow_every_submit_and_decision(scene):
+    def same(**filters):  # type: ignore[no-untyped-def]
+        expected = [e.pk for e in disagreement_queue(study=scene.study, **filters)]
+        assert queue_ids(study=scene.study, **filters) == expected
+        return expected
+
+    half = label_next(scene, {"symptom": "hang"}, {"symptom": "oom"})
+    worst = label_next(
+        scene, {"symptom": "hang", "fix": ["version"]}, {"symptom": "oom", "fix": ["config"]}
+    )
+    assert len(same()) == 2
+    labels = scene.world.labels(screening="relevant", symptom="oom")
+    adjudicate_item(item=worst, user=scene.adjudicator, labels=labels, reason="other", version=0)
+    assert same() == [half.agreement.pk]
+    label_next(scene, {"fix": ["version"]}, {"fix": ["config"]})
+    assert len(same()) == 2
+    facets = {f.key: f.pk for f in scene.world.version.facets.all()}
+    for facet in facets.values():
+        same(facet_id=facet)
+    same(round_id=scene.world.round.pk)
+    assert queue_entries(same())[0].item.issue.title

@@ -3,12 +3,16 @@ Run on PostgreSQL here and again on SQLite by tests/test_sql_on_sqlite.py."""
 
 from __future__ import annotations
 
+import random
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from django.db.models import Max
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
-from annotator.adjudication import sql
+from annotator.adjudication import analytics, sql
 from annotator.adjudication.models import (
     AdjudicationSettings,
     Change,
@@ -17,8 +21,8 @@ from annotator.adjudication.models import (
     ItemAgreement,
 )
 from annotator.studies.models import Annotation, AnnotationLabel, Item, Study
-from annotator.studies.services import next_assignment, save_draft
-from tests.adjudication.helpers import Scene, label_next
+from annotator.studies.services import create_round, next_assignment, save_draft
+from tests.adjudication.helpers import Scene, label_next, make_scene
 
 pytestmark = pytest.mark.django_db
 
@@ -159,3 +163,73 @@ def test_insert_change_stores_what_save_would(scene: Scene) -> None:
         del row["id"]
         assert row.pop("at") <= timezone.now()
     assert rows[0] == rows[1] and rows[0]["after"] == after
+
+
+# --- disagreement analytics -------------------------------------------------------------------
+@pytest.mark.postgresql_only
+def test_confused_pairs_equal_the_count_over_the_labels() -> None:
+    """Thirty items, three annotators each with seeded random answers (several pairs per item,
+    ties, more than TOP_PAIRS pairs in the single-choice facet, label sets in the multi-choice
+    one), over two rounds: PostgreSQL's count equals the one over the label rows in Python, for
+    the study and for each round."""
+    scene = make_scene(items=30, k=3, annotators=3)
+    rng = random.Random(5)
+    symptoms = ["failure", "hang", "oom", "crash", "slow", "other"]
+    for _ in range(30):
+        answers = [
+            {
+                "symptom": rng.choice(symptoms),
+                "fix": rng.sample(["version", "config"], rng.randint(0, 2)),
+            }
+            for _ in range(3)
+        ]
+        label_next(scene, *answers)
+    first = scene.world.round
+    second = create_round(study=scene.study)
+    items = Item.objects.filter(study=scene.study)
+    Item.objects.filter(pk__in=list(items.order_by("pk").values_list("pk", flat=True)[::3])).update(
+        round=second
+    )
+    for round in (None, first, second):
+        scoped = items.filter(round=round) if round is not None else items
+        fast = analytics.confused_pairs(study=scene.study, round=round, items=scoped)
+        assert fast == analytics.confused_pairs_from_labels(scoped)
+        assert fast  # the planted answers differ
+    groups = analytics.confused_pairs(study=scene.study, round=None, items=items)
+    assert max(len(g["pairs"]) for g in groups) == analytics.TOP_PAIRS
+    assert {g["round"] for g in groups} == {first.number, second.number}
+
+
+def _moment(value: Any) -> Any:
+    """A timestamp as a raw cursor gives it (text on SQLite), as the ORM reads it."""
+    if value is None or isinstance(value, datetime):
+        return value
+    parsed = parse_datetime(str(value))
+    assert parsed is not None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def test_adjudication_fingerprint_equals_the_orm_aggregates(scene: Scene) -> None:
+    def orm(round: Any) -> tuple[Any, ...]:
+        items = Item.objects.filter(study=scene.study)
+        if round is not None:
+            items = items.filter(round=round)
+        return (
+            items.count(),
+            ItemAgreement.objects.count(),
+            ItemAgreement.objects.aggregate(at=Max("computed_at"))["at"],
+            Decision.objects.count(),
+            Decision.objects.aggregate(at=Max("updated_at"))["at"],
+        )
+
+    def fast(round: Any) -> tuple[Any, ...]:
+        found = sql.adjudication_fingerprint(scene.study.pk, round.pk if round else None)
+        return (found[0], found[1], _moment(found[2]), found[3], _moment(found[4]))
+
+    assert fast(None) == orm(None) == (4, 0, None, 0, None)
+    label_next(scene, {"symptom": "hang"}, {"symptom": "oom"})
+    label_next(scene, {"symptom": "hang"}, {"symptom": "hang"})
+    other = create_round(study=scene.study)
+    for round in (None, scene.world.round, other):
+        assert fast(round) == orm(round)
+    assert fast(None)[:2] == (4, 2) and fast(None)[3] == 1

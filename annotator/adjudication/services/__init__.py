@@ -16,7 +16,14 @@ from .decisions import (
 )
 from .discussion import may_discuss, post_comment
 from .history import item_history, record_change
-from .queue import disagreement_queue, item_overview, next_in_queue, relabel_queue
+from .queue import (
+    disagreement_queue,
+    item_overview,
+    next_in_queue,
+    queue_entries,
+    queue_ids,
+    relabel_queue,
+)
 
 __all__ = [
     "AdjudicationError",
@@ -30,6 +37,8 @@ __all__ = [
     "may_discuss",
     "next_in_queue",
     "post_comment",
+    "queue_entries",
+    "queue_ids",
     "reapply_decision_rules",
     "record_change",
     "relabel_queue",

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 
+from django.core.cache import cache
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from annotator.studies.codebook import codebook_schema
 from annotator.studies.models import AnnotationLabel, Item, Study
 from taxonomy_app.models import ChangeOperation
 
+from .. import sql
 from ..models import DecisionLabel, ItemAgreement
 
 
@@ -82,10 +84,33 @@ def relabel_queue(*, study: Study) -> QuerySet[Item]:
     stale = Q(decision__isnull=True) | Q(decision__source__in=["unanimous", "majority", "single"])
     return (
         Item.objects.filter(study=study)
+        .filter(_uses_a_split_category())
         .filter(Exists(split_decision) | (Exists(split_annotation) & (stale | newer_decision)))
         .select_related("issue__repository", "round", "decision")
         .order_by("round__number", "position", "pk")
     )
+
+
+def _uses_a_split_category() -> Q:
+    """Items with a label or a final label on a category some codebook version split: what
+    both conditions of the re-labeling queue need. The split categories are few (read first,
+    one query); their labels are found through the label tables' category indexes, so a study
+    of 100,000 items is not probed item by item, and with no split at all nothing is."""
+    origins = list(
+        ChangeOperation.objects.filter(
+            kind=ChangeOperation.Kind.SPLIT, category__origin__isnull=False
+        )
+        .values_list("category__origin", flat=True)
+        .distinct()
+        .order_by()
+    )
+    if not origins:
+        return Q(pk__in=[])
+    labeled = AnnotationLabel.objects.filter(category__in=origins).values(
+        "annotation__assignment__item"
+    )
+    decided = DecisionLabel.objects.filter(category__in=origins).values("decision__item")
+    return Q(pk__in=labeled) | Q(pk__in=decided)
 
 
 def item_overview(*, study: Study, round_id: int | None = None) -> QuerySet[Item]:
@@ -96,3 +121,38 @@ def item_overview(*, study: Study, round_id: int | None = None) -> QuerySet[Item
     return items.select_related("issue__repository", "round", "decision", "agreement").order_by(
         "round__number", "position", "pk"
     )
+
+
+# Kept under the adjudication fingerprint, which any write to the agreements or decisions
+# changes: the timeout only bounds how long an unread entry stays.
+QUEUE_CACHE_SECONDS = 24 * 3600
+
+
+def queue_ids(
+    *, study: Study, facet_id: int | None = None, round_id: int | None = None
+) -> list[int]:
+    """The ids of the disagreement queue's entries (ItemAgreement) in its order, computed once
+    per state of the agreements, decisions and the study's items (sql.adjudication_fingerprint)
+    and then read from the cache: the queue page, its API and the items page count and page
+    through it without joining every item of the study to its decision on each view."""
+    state = sql.adjudication_fingerprint(study.pk, None)
+    stamp = ":".join(v.isoformat() if hasattr(v, "isoformat") else str(v) for v in state)
+    key = f"adjudication-queue:{study.pk}:{facet_id or ''}:{round_id or ''}:{stamp}"
+    ids = cache.get(key)
+    if ids is None:
+        queue = disagreement_queue(study=study, facet_id=facet_id, round_id=round_id)
+        ids = list(queue.values_list("pk", flat=True))
+        cache.set(key, ids, QUEUE_CACHE_SECONDS)
+    return list(ids)
+
+
+def queue_entries(ids: list[int]) -> list[ItemAgreement]:
+    """The entries with these ids, in this order, with what the queue shows beside each (the
+    item's issue, repository and round, the disagreeing facets); one query and a prefetch."""
+    rows = (
+        ItemAgreement.objects.filter(pk__in=ids)
+        .select_related("item__issue__repository", "item__round")
+        .prefetch_related("disagreeing_facets")
+        .in_bulk()
+    )
+    return [rows[pk] for pk in ids if pk in rows]

@@ -19,6 +19,7 @@ from annotator.studies.models import Membership
 from .. import services
 from ..forms import MajorityForm, QueueFilterForm
 from ..models import AdjudicationSettings
+from ..paging import IdsFirstPaginator
 
 PAGE_SIZE = 50
 
@@ -38,10 +39,9 @@ def queue(request: HttpRequest, study_id: int) -> HttpResponse:
     """Undecided complete items, lowest agreement first, with how many remain."""
     membership = membership_or_404(request, study_id, SEE_ALL)
     form = _filters(request, membership)
-    entries = services.disagreement_queue(study=membership.study, **form.filters())
-    page = Paginator(entries.prefetch_related("disagreeing_facets"), PAGE_SIZE).get_page(
-        request.GET.get("page")
-    )
+    ids = services.queue_ids(study=membership.study, **form.filters())
+    page = Paginator(ids, PAGE_SIZE).get_page(request.GET.get("page"))
+    shown = services.queue_entries(list(page.object_list))
     names = {f.key: f.name for f in codebook_schema(membership.study.codebook_version).facets}
     context = {
         "study": membership.study,
@@ -49,7 +49,7 @@ def queue(request: HttpRequest, study_id: int) -> HttpResponse:
         "form": form,
         "page": page,
         # each entry with the names of the facets marked unsure: why an agreed item is here
-        "entries": [(e, [names.get(k, k) for k in e.unsure_facets]) for e in page],
+        "entries": [(e, [names.get(k, k) for k in e.unsure_facets]) for e in shown],
         "query": queue_query(request),
     }
     if getattr(request, "htmx", False):
@@ -73,7 +73,7 @@ def relabel(request: HttpRequest, study_id: int) -> HttpResponse:
     """Items whose labels use a category a later codebook version split."""
     membership = membership_or_404(request, study_id, SEE_ALL)
     items = services.relabel_queue(study=membership.study)
-    page = Paginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = IdsFirstPaginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
     context = {"study": membership.study, "membership": membership, "page": page}
     return render(request, "adjudication/relabel.html", context)
 
@@ -83,7 +83,7 @@ def items(request: HttpRequest, study_id: int) -> HttpResponse:
     membership = membership_or_404(request, study_id, SEE_ALL)
     form = _filters(request, membership)
     rows = services.item_overview(study=membership.study, round_id=form.filters()["round_id"])
-    page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = IdsFirstPaginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     rules = AdjudicationSettings.objects.filter(study=membership.study).first()
     initial = {
         "majority_rule": bool(rules and rules.majority_rule),
@@ -96,7 +96,7 @@ def items(request: HttpRequest, study_id: int) -> HttpResponse:
         "form": form,
         "page": page,
         "majority_form": MajorityForm(initial=initial),
-        "remaining": services.disagreement_queue(study=membership.study).count(),
+        "remaining": len(services.queue_ids(study=membership.study)),
     }
     return render(request, "adjudication/items.html", context)
 

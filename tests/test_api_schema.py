@@ -1,0 +1,67 @@
+"""The OpenAPI document is generated once per process and served from that copy after."""
+
+from __future__ import annotations
+
+import pytest
+from drf_spectacular.generators import SchemaGenerator
+from drf_spectacular.views import SpectacularAPIView
+
+from annotator.api_schema import forget_schema
+
+FORMATS = {
+    "yaml": "application/vnd.oai.openapi",
+    "json": "application/vnd.oai.openapi+json",
+}
+
+
+@pytest.fixture
+def generations(monkeypatch):  # type: ignore[no-untyped-def]
+    """How many times the document was generated (drf-spectacular's generator, counted)."""
+    forget_schema()
+    calls = []
+    generate = SchemaGenerator.get_schema
+
+    def counted(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return generate(self, *args, **kwargs)
+
+    monkeypatch.setattr(SchemaGenerator, "get_schema", counted)
+    yield calls
+    forget_schema()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_schema_is_the_document_drf_spectacular_generates(client, rf, fmt):
+    forget_schema()
+    served = client.get("/api/schema/", HTTP_ACCEPT=FORMATS[fmt])
+    again = client.get("/api/schema/", HTTP_ACCEPT=FORMATS[fmt])
+
+    fresh = SpectacularAPIView.as_view()(rf.get("/api/schema/", HTTP_ACCEPT=FORMATS[fmt]))
+    fresh.render()
+    assert served.status_code == again.status_code == 200
+    assert served.content == again.content == fresh.content
+    assert served["Content-Type"] == again["Content-Type"] == fresh["Content-Type"]
+    assert served["Content-Disposition"] == fresh["Content-Disposition"]
+
+
+@pytest.mark.django_db
+def test_schema_is_generated_once_per_format(client, generations):
+    for _ in range(3):
+        assert client.get("/api/schema/", HTTP_ACCEPT=FORMATS["yaml"]).status_code == 200
+    assert len(generations) == 1
+
+    json_doc = client.get("/api/schema/", {"format": "json"})
+    assert json_doc.status_code == 200
+    assert "/api/studies/{study_id}/queue/" in json_doc.json()["paths"]
+    assert client.get("/api/schema/", {"format": "json"}).content == json_doc.content
+    assert len(generations) == 2
+
+
+@pytest.mark.django_db
+def test_schema_head_answers_like_get(client):
+    forget_schema()
+    get = client.get("/api/schema/")
+    head = client.head("/api/schema/")
+    assert head.status_code == 200
+    assert head["Content-Type"] == get["Content-Type"]
