@@ -9,7 +9,9 @@ rater `r` gave unit `u` in `values`, or -1 when missing. Encoding once and passi
 
 from __future__ import annotations
 
+import functools
 import math
+import weakref
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -231,23 +233,59 @@ class Pairable:
     n_rows: int
     n_pairable: int
 
+    # The three views below are computed once per Pairable (each coefficient's model reads
+    # them; `pairable` keeps one Pairable per table) and handed out read-only.
     def flat(self) -> tuple[IntArray, IntArray]:
         """(unit index, value) of every pairable rating."""
+        return self._flat
+
+    @functools.cached_property
+    def _flat(self) -> tuple[IntArray, IntArray]:
         present = self.values >= 0
         units = np.broadcast_to(np.arange(self.values.shape[0])[:, None], self.values.shape)
-        return units[present], self.values[present]
+        return _frozen(units[present]), _frozen(self.values[present])
 
     def column_pairs(self) -> Iterable[tuple[IntArray, IntArray, IntArray]]:
         """(units, a, b) for every pair of rating slots i < j both present."""
+        return self._column_pairs
+
+    @functools.cached_property
+    def _column_pairs(self) -> list[tuple[IntArray, IntArray, IntArray]]:
         width = self.values.shape[1]
+        out = []
         for i in range(width):
             for j in range(i + 1, width):
                 units = np.flatnonzero(self.values[:, j] >= 0)
-                yield units, self.values[units, i], self.values[units, j]
+                out.append((units, self.values[units, i], self.values[units, j]))
+        return [(_frozen(u), _frozen(a), _frozen(b)) for u, a, b in out]
+
+    @functools.cached_property
+    def observed(self) -> IntArray:
+        """The distinct values among the pairable ratings, ascending (np.unique of them, by
+        counting: the codes are small non-negative ints)."""
+        present = self._flat[1]
+        return _frozen(np.flatnonzero(np.bincount(present)) if present.size else present)
+
+
+def _frozen(array: IntArray) -> IntArray:
+    array.setflags(write=False)
+    return array
+
+
+# A run computes a dozen coefficients and diagnostics on each facet's table, and each starts
+# from its pairable units: packed once per table (tables are never changed once built).
+_PAIRABLE: weakref.WeakKeyDictionary[RatingTable, Pairable] = weakref.WeakKeyDictionary()
 
 
 def pairable(table: RatingTable) -> Pairable:
     """Units with at least two ratings; the population every coefficient uses."""
+    found = _PAIRABLE.get(table)
+    if found is None:
+        found = _PAIRABLE[table] = _pack(table)
+    return found
+
+
+def _pack(table: RatingTable) -> Pairable:
     m_all = (table.codes >= 0).sum(axis=1)
     keep = m_all >= 2
     # Sorting -codes ascending puts present codes (≤ 0) before missing ones (+1).

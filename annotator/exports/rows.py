@@ -19,7 +19,7 @@ from django.db.models import Exists, F, OuterRef, QuerySet
 from annotator.adjudication.models import Decision, DecisionLabel
 from annotator.issues.models import Repository
 from annotator.params import int_or
-from annotator.similarity.services import duplicate_issue_ids
+from annotator.similarity.marks import duplicate_issue_ids
 from annotator.studies.models import Annotation, AnnotationLabel, Item, Study
 from taxonomy_app.models import Category, CodebookVersion, Facet
 
