@@ -469,8 +469,14 @@ def _splice(skeleton: io.BytesIO, spools: Mapping[str, Path], out: IO[bytes]) ->
                 sink.write(b"</sheetData>" + tail)
 
 
-# What lxml escapes in element text, as openpyxl's write-only writer emits it.
-_XML_TEXT = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;"})
+def _xml_text(text: str) -> str:
+    """`text` escaped as lxml escapes element text in openpyxl's write-only writer (chained
+    replaces: several times faster than str.translate)."""
+    return (
+        text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\r", "&#13;")
+    )
+
+
 _FLUSH_ROWS = 512
 
 
@@ -525,11 +531,11 @@ class _SheetXml:
             return ""
         if kind is str:
             if value in self.errors:
-                return f'<c r="{ref}" t="e"><v>{value.translate(_XML_TEXT)}</v></c>'
+                return f'<c r="{ref}" t="e"><v>{_xml_text(value)}</v></c>'
             if not value:
                 return f'<c r="{ref}" t="inlineStr"></c>'
             space = ' xml:space="preserve"' if value != value.strip() else ""
-            inline = f"<is><t{space}>{value.translate(_XML_TEXT)}</t></is>"
+            inline = f"<is><t{space}>{_xml_text(value)}</t></is>"
             return f'<c r="{ref}" t="inlineStr">{inline}</c>'
         if kind is int:
             return f'<c r="{ref}" t="n"><v>{value:.16g}</v></c>'
