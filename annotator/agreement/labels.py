@@ -90,8 +90,8 @@ def load_label_table(
         raise ValueError(f"unknown facet keys for codebook version {version.pk}: {sorted(unknown)}")
     columns, counts = _fetch(study_id, version.pk, round_id, [f.id for f in facets])
     item, rater, facet, category = columns
-    rater_ids = np.unique(rater)
-    extra = _archived_categories(set(np.unique(category).tolist()) - set(schema.facet_of))
+    rater_ids = _distinct(rater)
+    extra = _archived_categories(set(_distinct(category).tolist()) - set(schema.facet_of))
     tables = [
         _facet_table(node, extra.get(node.id, []), item, rater, facet, category, rater_ids)
         for node in facets
@@ -152,7 +152,7 @@ def _fetch(
         "items": _item_count(study_id, round_id),
         "annotations": len(annotation),
         "other_version": int((~on_version).sum()),
-        "items_labelled": len(np.unique(item[on_version])),
+        "items_labelled": len(_distinct(item[on_version])),
     }
     annotation, item, annotator = annotation[on_version], item[on_version], annotator[on_version]
     if not len(annotation):
@@ -188,6 +188,19 @@ def _positions(ids: IntArray, wanted: IntArray) -> IntArray:
     at = np.minimum(np.searchsorted(ids, wanted, sorter=order), len(order) - 1)
     match = order[at]
     return np.where(ids[match] == wanted, match, -1)
+
+
+def _distinct(values: IntArray) -> IntArray:
+    """`np.unique(values)` for non-negative ids, by a table indexed by id when their range
+    allows (DENSE_RANGE), without sorting or hashing."""
+    if not len(values):
+        return np.unique(values)
+    low, high = int(values.min()), int(values.max())
+    if high - low + 1 > DENSE_RANGE * len(values):
+        return np.unique(values)
+    present = np.zeros(high - low + 1, dtype=bool)
+    present[values - low] = True
+    return np.flatnonzero(present) + low
 
 
 def _unique_inverse(values: IntArray) -> tuple[IntArray, IntArray]:

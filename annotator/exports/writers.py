@@ -504,16 +504,36 @@ class _SheetXml:
         letters = [get_column_letter(i) for i in range(1, len(sheet.columns) + 1)]
         cell = self.cell
         text.write(self.row(1, letters, [c.name for c in sheet.columns]))
-        kinds = [(c.name, c.kind) for c in sheet.columns]
+        columns = [
+            (letter, c.name, c.kind) for letter, c in zip(letters, sheet.columns, strict=True)
+        ]
+        text_cell, illegal, errors = self.text_cell, _ILLEGAL_XML.sub, self.errors
         pending: list[str] = []
         count = 0
         for count, row in enumerate(sheet.rows, start=1):
             r = str(count + 1)
-            cells = [
-                cell(letter + r, _xlsx_value(kind, row.get(name)))
-                for letter, (name, kind) in zip(letters, kinds, strict=True)
-            ]
-            pending.append(f'<row r="{r}">{"".join(cells)}</row>')
+            cells = [f'<row r="{r}">']
+            for letter, name, kind in columns:
+                value = row.get(name)
+                if value is None:
+                    continue
+                # The two common cases inline (what _xlsx_value and cell do with them):
+                if kind == "str" and type(value) is str:
+                    value = illegal("", value)
+                    if value[:1] in _FORMULA_START:
+                        value = "'" + value
+                    value = value[:_MAX_CELL]
+                    if value and value not in errors:
+                        cells.append(text_cell(letter + r, value))
+                        continue
+                elif kind == "int" and type(value) is int:
+                    cells.append(f'<c r="{letter}{r}" t="n"><v>{value:.16g}</v></c>')
+                    continue
+                else:
+                    value = _xlsx_value(kind, value)
+                cells.append(cell(letter + r, value))
+            cells.append("</row>")
+            pending.append("".join(cells))
             if len(pending) >= _FLUSH_ROWS:
                 text.write("".join(pending))
                 pending.clear()
@@ -534,9 +554,7 @@ class _SheetXml:
                 return f'<c r="{ref}" t="e"><v>{_xml_text(value)}</v></c>'
             if not value:
                 return f'<c r="{ref}" t="inlineStr"></c>'
-            space = ' xml:space="preserve"' if value != value.strip() else ""
-            inline = f"<is><t{space}>{_xml_text(value)}</t></is>"
-            return f'<c r="{ref}" t="inlineStr">{inline}</c>'
+            return self.text_cell(ref, value)
         if kind is int:
             return f'<c r="{ref}" t="n"><v>{value:.16g}</v></c>'
         if kind is bool:
@@ -548,6 +566,12 @@ class _SheetXml:
             serial = self.safe_string(self.to_excel(value, self.epoch))
             return f'<c r="{ref}" s="{style}" t="n"><v>{serial}</v></c>'
         return self._other(ref, value)
+
+    @staticmethod
+    def text_cell(ref: str, value: str) -> str:
+        """A non-empty string that is not an Excel error code, as an inline string."""
+        space = ' xml:space="preserve"' if value != value.strip() else ""
+        return f'<c r="{ref}" t="inlineStr"><is><t{space}>{_xml_text(value)}</t></is></c>'
 
     def _date_style(self, value: datetime) -> str:
         from openpyxl.cell import WriteOnlyCell

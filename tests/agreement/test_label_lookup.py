@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from annotator.agreement._table import RatingTable, pairable
-from annotator.agreement.labels import _positions, _unique_inverse
+from annotator.agreement.labels import _distinct, _positions, _unique_inverse
 
 
 def sorted_positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
@@ -29,6 +29,8 @@ def test_positions_and_units_match_the_sorting_versions(spread: int) -> None:
     expected_units, expected_row = np.unique(values, return_inverse=True)
     assert np.array_equal(units, expected_units) and units.dtype == expected_units.dtype
     assert np.array_equal(row, expected_row)
+    distinct = _distinct(values)
+    assert np.array_equal(distinct, expected_units) and distinct.dtype == expected_units.dtype
 
 
 def test_empty_inputs() -> None:
@@ -36,7 +38,7 @@ def test_empty_inputs() -> None:
     assert _positions(empty, np.array([1, 2])).tolist() == [-1, -1]
     assert _positions(np.array([1, 2]), empty).tolist() == []
     units, row = _unique_inverse(empty)
-    assert units.tolist() == [] and row.tolist() == []
+    assert units.tolist() == [] and row.tolist() == [] and _distinct(empty).tolist() == []
 
 
 def test_a_tables_pairable_units_are_packed_once_and_read_only() -> None:
