@@ -76,7 +76,11 @@ def final_row(i: int) -> dict[str, Any]:
 
 def annotator_row(i: int) -> dict[str, Any]:
     row = final_row(i)
-    row |= {"submitted_at": row["decided_at"], "seconds_spent": i * 3, "notes": TITLES[-1 - i % len(TITLES)]}
+    row |= {
+        "submitted_at": row["decided_at"],
+        "seconds_spent": i * 3,
+        "notes": TITLES[-1 - i % len(TITLES)],
+    }
     row |= {"stage_unsure": i % 2 == 0, "symptom_unsure": False, "fix_pattern_unsure": True}
     return row
 
