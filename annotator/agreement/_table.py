@@ -159,8 +159,7 @@ def _encode_objects(
     if any(len(row) != width for row in rows):
         raise ValueError("every row of a units × raters table needs the same number of cells")
     index: dict[Hashable, int] = {}
-    flat = [_code(cell, index) for row in rows for cell in row]
-    codes = np.array(flat, dtype=np.int64).reshape(len(rows), width)
+    codes = np.array(_codes(rows, index), dtype=np.int64).reshape(len(rows), width)
     seen = list(index)
     kinds = {isinstance(v, frozenset) for v in seen}
     if len(kinds) > 1:
@@ -173,6 +172,29 @@ def _encode_objects(
     return RatingTable(
         codes, values, labels, declared is not None, multilabel, _raters(codes, raters)
     )
+
+
+def _codes(rows: list[list[Any]], index: dict[Hashable, int]) -> list[int]:
+    """Every cell's code, row by row (`_code`), with the cells tables mostly hold (None, a
+    string, a frozenset of labels: never a missing value of another kind, their own key) coded
+    inline: a run's machine partitions code a million cells this way."""
+    get = index.get
+    out: list[int] = []
+    append = out.append
+    for row in rows:
+        for cell in row:
+            if cell is None:
+                append(MISSING)
+                continue
+            kind = type(cell)
+            if kind is str or kind is frozenset:
+                code = get(cell)
+                if code is None:
+                    code = index[cell] = len(index)
+                append(code)
+            else:
+                append(_code(cell, index))
+    return out
 
 
 def _code(cell: Any, index: dict[Hashable, int]) -> int:

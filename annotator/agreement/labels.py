@@ -207,10 +207,10 @@ def _unique_inverse(values: IntArray) -> tuple[IntArray, IntArray]:
     """`np.unique(values, return_inverse=True)` for non-negative ids, by a table indexed by
     id when their range allows (DENSE_RANGE), without sorting."""
     if not len(values):
-        return np.unique(values, return_inverse=True)  # type: ignore[no-any-return]
+        return np.unique(values, return_inverse=True)
     low, high = int(values.min()), int(values.max())
     if high - low + 1 > DENSE_RANGE * len(values):
-        return np.unique(values, return_inverse=True)  # type: ignore[no-any-return]
+        return np.unique(values, return_inverse=True)
     present = np.zeros(high - low + 1, dtype=bool)
     present[values - low] = True
     rank = np.cumsum(present) - 1
