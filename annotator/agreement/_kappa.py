@@ -36,8 +36,19 @@ class MultiRaterModel:
         self.agree = agree
         self.pa_u = 2.0 * agree / (self.m * (self.m - 1.0))
         self.share = 1.0 / self.m[self.units]
+        self._unit: tuple[float, float] | None = None
 
     def p_a_p_e(self, w: FloatArray) -> tuple[float, float]:
+        # The point estimate, its p_o / p_e and Gwet's SE all ask for unit weights: computed once.
+        unit = len(w) == self.pair.n_pairable and bool((w == 1.0).all())
+        if unit and self._unit is not None:
+            return self._unit
+        found = self._p_a_p_e(w)
+        if unit:
+            self._unit = found
+        return found
+
+    def _p_a_p_e(self, w: FloatArray) -> tuple[float, float]:
         total = float(w.sum())
         p_a = float(w @ self.pa_u) / total
         pi = np.bincount(self.values, w[self.units] * self.share, self.v) / total
@@ -90,8 +101,19 @@ class CohenModel:
     def __init__(self, a: IntArray, b: IntArray, n_values: int, weights: FloatArray | None):
         self.a, self.b, self.v, self.w = a, b, n_values, weights
         self.x = (a == b).astype(np.float64) if weights is None else weights[a, b]
+        self._unit: tuple[float, float] | None = None
 
     def p_o_p_e(self, w: FloatArray) -> tuple[float, float]:
+        # The point estimate and the stored p_o / p_e both ask for unit weights: computed once.
+        unit = len(w) == len(self.a) and bool((w == 1.0).all())
+        if unit and self._unit is not None:
+            return self._unit
+        found = self._p_o_p_e(w)
+        if unit:
+            self._unit = found
+        return found
+
+    def _p_o_p_e(self, w: FloatArray) -> tuple[float, float]:
         total = float(w.sum())
         rows = np.bincount(self.a, w, self.v) / total
         cols = np.bincount(self.b, w, self.v) / total

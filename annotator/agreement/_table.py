@@ -9,7 +9,9 @@ rater `r` gave unit `u` in `values`, or -1 when missing. Encoding once and passi
 
 from __future__ import annotations
 
+import functools
 import math
+import weakref
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -157,8 +159,7 @@ def _encode_objects(
     if any(len(row) != width for row in rows):
         raise ValueError("every row of a units × raters table needs the same number of cells")
     index: dict[Hashable, int] = {}
-    flat = [_code(cell, index) for row in rows for cell in row]
-    codes = np.array(flat, dtype=np.int64).reshape(len(rows), width)
+    codes = np.array(_codes(rows, index), dtype=np.int64).reshape(len(rows), width)
     seen = list(index)
     kinds = {isinstance(v, frozenset) for v in seen}
     if len(kinds) > 1:
@@ -171,6 +172,29 @@ def _encode_objects(
     return RatingTable(
         codes, values, labels, declared is not None, multilabel, _raters(codes, raters)
     )
+
+
+def _codes(rows: list[list[Any]], index: dict[Hashable, int]) -> list[int]:
+    """Every cell's code, row by row (`_code`), with the cells tables mostly hold (None, a
+    string, a frozenset of labels: never a missing value of another kind, their own key) coded
+    inline: a run's machine partitions code a million cells this way."""
+    get = index.get
+    out: list[int] = []
+    append = out.append
+    for row in rows:
+        for cell in row:
+            if cell is None:
+                append(MISSING)
+                continue
+            kind = type(cell)
+            if kind is str or kind is frozenset:
+                code = get(cell)
+                if code is None:
+                    code = index[cell] = len(index)
+                append(code)
+            else:
+                append(_code(cell, index))
+    return out
 
 
 def _code(cell: Any, index: dict[Hashable, int]) -> int:
@@ -231,23 +255,59 @@ class Pairable:
     n_rows: int
     n_pairable: int
 
+    # The three views below are computed once per Pairable (each coefficient's model reads
+    # them; `pairable` keeps one Pairable per table) and handed out read-only.
     def flat(self) -> tuple[IntArray, IntArray]:
         """(unit index, value) of every pairable rating."""
+        return self._flat
+
+    @functools.cached_property
+    def _flat(self) -> tuple[IntArray, IntArray]:
         present = self.values >= 0
         units = np.broadcast_to(np.arange(self.values.shape[0])[:, None], self.values.shape)
-        return units[present], self.values[present]
+        return _frozen(units[present]), _frozen(self.values[present])
 
     def column_pairs(self) -> Iterable[tuple[IntArray, IntArray, IntArray]]:
         """(units, a, b) for every pair of rating slots i < j both present."""
+        return self._column_pairs
+
+    @functools.cached_property
+    def _column_pairs(self) -> list[tuple[IntArray, IntArray, IntArray]]:
         width = self.values.shape[1]
+        out = []
         for i in range(width):
             for j in range(i + 1, width):
                 units = np.flatnonzero(self.values[:, j] >= 0)
-                yield units, self.values[units, i], self.values[units, j]
+                out.append((units, self.values[units, i], self.values[units, j]))
+        return [(_frozen(u), _frozen(a), _frozen(b)) for u, a, b in out]
+
+    @functools.cached_property
+    def observed(self) -> IntArray:
+        """The distinct values among the pairable ratings, ascending (np.unique of them, by
+        counting: the codes are small non-negative ints)."""
+        present = self._flat[1]
+        return _frozen(np.flatnonzero(np.bincount(present)) if present.size else present)
+
+
+def _frozen(array: IntArray) -> IntArray:
+    array.setflags(write=False)
+    return array
+
+
+# A run computes a dozen coefficients and diagnostics on each facet's table, and each starts
+# from its pairable units: packed once per table (tables are never changed once built).
+_PAIRABLE: weakref.WeakKeyDictionary[RatingTable, Pairable] = weakref.WeakKeyDictionary()
 
 
 def pairable(table: RatingTable) -> Pairable:
     """Units with at least two ratings; the population every coefficient uses."""
+    found = _PAIRABLE.get(table)
+    if found is None:
+        found = _PAIRABLE[table] = _pack(table)
+    return found
+
+
+def _pack(table: RatingTable) -> Pairable:
     m_all = (table.codes >= 0).sum(axis=1)
     keep = m_all >= 2
     # Sorting -codes ascending puts present codes (≤ 0) before missing ones (+1).

@@ -90,8 +90,8 @@ def load_label_table(
         raise ValueError(f"unknown facet keys for codebook version {version.pk}: {sorted(unknown)}")
     columns, counts = _fetch(study_id, version.pk, round_id, [f.id for f in facets])
     item, rater, facet, category = columns
-    rater_ids = np.unique(rater)
-    extra = _archived_categories(set(np.unique(category).tolist()) - set(schema.facet_of))
+    rater_ids = _distinct(rater)
+    extra = _archived_categories(set(_distinct(category).tolist()) - set(schema.facet_of))
     tables = [
         _facet_table(node, extra.get(node.id, []), item, rater, facet, category, rater_ids)
         for node in facets
@@ -152,7 +152,7 @@ def _fetch(
         "items": _item_count(study_id, round_id),
         "annotations": len(annotation),
         "other_version": int((~on_version).sum()),
-        "items_labelled": len(np.unique(item[on_version])),
+        "items_labelled": len(_distinct(item[on_version])),
     }
     annotation, item, annotator = annotation[on_version], item[on_version], annotator[on_version]
     if not len(annotation):
@@ -161,12 +161,60 @@ def _fetch(
     label_annotation, facet, category = _labels(
         facet_ids, int(annotation.min()), int(annotation.max())
     )
-    order = np.argsort(annotation)
-    at = np.minimum(np.searchsorted(annotation, label_annotation, sorter=order), len(order) - 1)
-    match = order[at]
-    mine = annotation[match] == label_annotation  # the id range may hold other studies' labels
+    match = _positions(annotation, label_annotation)
+    mine = match >= 0  # the id range may hold other studies' labels
     match = match[mine]
     return (item[match], annotator[match], facet[mine], category[mine]), counts
+
+
+# Ids are looked up through a table indexed by id when their range is at most this many times
+# their number (an array of that range), else by sorting.
+DENSE_RANGE = 16
+
+
+def _positions(ids: IntArray, wanted: IntArray) -> IntArray:
+    """Where each of `wanted` is in `ids` (distinct), or -1 where it is not."""
+    if not len(ids) or not len(wanted):
+        return np.full(len(wanted), -1, dtype=np.int64)
+    low, high = int(ids.min()), int(ids.max())
+    if high - low + 1 <= DENSE_RANGE * len(ids):
+        slot = np.full(high - low + 1, -1, dtype=np.int64)
+        slot[ids - low] = np.arange(len(ids))
+        inside = (wanted >= low) & (wanted <= high)
+        out = np.full(len(wanted), -1, dtype=np.int64)
+        out[inside] = slot[wanted[inside] - low]
+        return out
+    order = np.argsort(ids)
+    at = np.minimum(np.searchsorted(ids, wanted, sorter=order), len(order) - 1)
+    match = order[at]
+    return np.where(ids[match] == wanted, match, -1)
+
+
+def _distinct(values: IntArray) -> IntArray:
+    """`np.unique(values)` for non-negative ids, by a table indexed by id when their range
+    allows (DENSE_RANGE), without sorting or hashing."""
+    if not len(values):
+        return np.unique(values)
+    low, high = int(values.min()), int(values.max())
+    if high - low + 1 > DENSE_RANGE * len(values):
+        return np.unique(values)
+    present = np.zeros(high - low + 1, dtype=bool)
+    present[values - low] = True
+    return np.flatnonzero(present) + low
+
+
+def _unique_inverse(values: IntArray) -> tuple[IntArray, IntArray]:
+    """`np.unique(values, return_inverse=True)` for non-negative ids, by a table indexed by
+    id when their range allows (DENSE_RANGE), without sorting."""
+    if not len(values):
+        return np.unique(values, return_inverse=True)
+    low, high = int(values.min()), int(values.max())
+    if high - low + 1 > DENSE_RANGE * len(values):
+        return np.unique(values, return_inverse=True)
+    present = np.zeros(high - low + 1, dtype=bool)
+    present[values - low] = True
+    rank = np.cumsum(present) - 1
+    return np.flatnonzero(present) + low, rank[values - low]
 
 
 def _gold_left_out(study_id: int, round_id: int | None) -> IntArray:
@@ -181,7 +229,7 @@ def _gold_left_out(study_id: int, round_id: int | None) -> IntArray:
 def _duplicates_left_out(study_id: int, round_id: int | None) -> IntArray:
     """Ids of the items whose issue the study's owners marked a duplicate, not included anyway
     (annotator/similarity): one bug counted once."""
-    from annotator.similarity.services import duplicate_issue_ids
+    from annotator.similarity.marks import duplicate_issue_ids
 
     issues = duplicate_issue_ids(study=study_id)
     if not issues:
@@ -234,7 +282,7 @@ def _facet_table(
 ) -> FacetTable:
     declared = [*node.categories, *archived]
     mine = facet == node.id
-    units, row = np.unique(item[mine], return_inverse=True)
+    units, row = _unique_inverse(item[mine])
     column = np.searchsorted(rater_ids, rater[mine])
     ids = np.array([c.id for c in declared], dtype=np.int64)
     order = np.argsort(ids)

@@ -73,7 +73,14 @@ from ._extra import (
 )
 from ._kappa import CohenModel, MultiRaterModel, agreement_weights
 from ._result import POPULATION_RULE, AgreementResult, Bootstrap
-from ._table import MISSING, FloatArray, Pairable, RatingTable, encode, pairable
+from ._table import (
+    MISSING,
+    FloatArray,
+    Pairable,
+    RatingTable,
+    encode,
+    pairable,
+)
 from ._uncertainty import jackknife, normal_ci, unit_bootstrap
 
 __all__ = [
@@ -704,7 +711,7 @@ def _ac1_q(coded: RatingTable, pair: Pairable, q: int | None) -> tuple[int, str]
 
 
 def _observed(pair: Pairable) -> int:
-    return len(np.unique(pair.values[pair.values >= 0]))
+    return len(pair.observed)
 
 
 def _too_few(pair: Pairable, minimum: int = 2) -> str | None:
@@ -717,7 +724,7 @@ def _too_few(pair: Pairable, minimum: int = 2) -> str | None:
 
 
 def _no_variation(coded: RatingTable, pair: Pairable) -> str | None:
-    present = np.unique(pair.values[pair.values >= 0])
+    present = pair.observed
     if len(present) >= 2:
         return None
     return f"no variation: every pairable rating is {coded.values[int(present[0])]!r}"

@@ -21,7 +21,7 @@ from annotator.agreement.models import AgreementRun
 from annotator.agreement.stats import RatingTable
 from annotator.agreement.summary import coefficient_dicts, conventions
 from annotator.issues.filter_text import filter_names, filters_in_words
-from annotator.similarity.services import left_out_summary
+from annotator.similarity.marks import left_out_summary
 from annotator.studies.models import Annotation, Item, Membership, Round, Study
 from taxonomy_app.services.rules import rule_texts, version_facet_infos, version_rules
 

@@ -7,6 +7,7 @@ column lists so the Django service, the writers and the dataset card share one d
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ class FacetSpec:
     levels: int = 1
 
 
+@functools.lru_cache(maxsize=1024)  # asked once per label written
 def column_base(facet_key: str) -> str:
     """`fix-pattern` → `fix_pattern`: names that pandas, R and SQL take without quoting."""
     return facet_key.replace("-", "_").replace(" ", "_").lower()

@@ -4,6 +4,7 @@ selections, rounds, CITATION.cff and README.txt (listing `PACKAGE_FILES`)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -15,7 +16,7 @@ from django.db.models import QuerySet
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from annotator.agreement.labels import load_label_table
+from annotator.agreement.labels import FacetTable, load_label_table
 from annotator.agreement.models import AgreementRun
 from annotator.issues.models import Issue, IssueComment
 from annotator.studies.models import Annotation, Item, Membership, Selection, Study
@@ -28,6 +29,7 @@ from .dataset import methods_facts
 from .methods import methods_latex, methods_markdown
 from .package import Package, final_table, long_table
 from .pseudonym_codes import UNKNOWN_ANNOTATOR, People
+from .rows import CHUNK
 
 PACKAGE_FILES = (
     ("README.txt", "this list"),
@@ -99,9 +101,8 @@ def _write_lines(path: Path, records: Iterable[dict[str, Any]]) -> None:
 def _issues(items: QuerySet[Item]) -> Iterator[dict[str, Any]]:
     """Each exported item's issue with its comments, in item order, a chunk at a time."""
     fields = ("pk", "issue_id", "issue__repository__owner", "issue__repository__name")
-    heads = list(items.order_by("pk").values_list(*fields))
-    for start in range(0, len(heads), 500):
-        chunk = heads[start : start + 500]
+    heads = items.order_by("pk").values_list(*fields).iterator(chunk_size=CHUNK)
+    while chunk := list(itertools.islice(heads, 500)):
         issues = Issue.objects.in_bulk([h[1] for h in chunk])
         comments: dict[int, list[dict[str, Any]]] = {}
         for c in IssueComment.objects.filter(issue_id__in=issues).order_by("created_at", "pk"):
@@ -206,13 +207,7 @@ def _run_record(run: AgreementRun) -> tuple[dict[str, Any], dict[str, Any]]:
         facet_keys=run.facets,
     )
     usernames = [r["username"] for r in table.raters]
-    tables: dict[str, Any] = {}
-    for facet in table.facets:
-        rows = []
-        for unit, codes in zip(facet.items.tolist(), facet.table.codes.tolist(), strict=True):
-            cells = [_cell(facet.table.values, c) for c in codes]
-            rows.append([str(unit), *cells])
-        tables[facet.key] = (["item_id", *usernames], rows)
+    tables = {f.key: (["item_id", *usernames], _ratings_rows(f)) for f in table.facets}
     stored = (run.inputs or {}).get("label_table_sha256")
     record = {
         "run": run.pk,
@@ -235,6 +230,17 @@ def _run_record(run: AgreementRun) -> tuple[dict[str, Any], dict[str, Any]]:
         },
     }
     return record, tables
+
+
+def _ratings_rows(facet: FacetTable) -> Iterator[list[str]]:
+    """The facet's units x raters table as CSV rows (item id, then each rater's cell), turned
+    into text a chunk of units at a time, as the CSV writer asks for them."""
+    values = facet.table.values
+    for start in range(0, len(facet.items), CHUNK):
+        units = facet.items[start : start + CHUNK].tolist()
+        codes = facet.table.codes[start : start + CHUNK].tolist()
+        for unit, row in zip(units, codes, strict=True):
+            yield [str(unit), *(_cell(values, c) for c in row)]
 
 
 def _cell(values: tuple[Any, ...], code: int) -> str:

@@ -7,6 +7,7 @@ without holding either. Row dicts follow the column contract in `writers.py`.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from django.db.models import Exists, F, OuterRef, QuerySet
 from annotator.adjudication.models import Decision, DecisionLabel
 from annotator.issues.models import Repository
 from annotator.params import int_or
-from annotator.similarity.services import duplicate_issue_ids
+from annotator.similarity.marks import duplicate_issue_ids
 from annotator.studies.models import Annotation, AnnotationLabel, Item, Study
 from taxonomy_app.models import Category, CodebookVersion, Facet
 
@@ -45,6 +46,11 @@ class Codebook:
     names: dict[str, dict[str, str]] = field(default_factory=dict)  # facet → code → name
     versions: dict[int, int] = field(default_factory=dict)  # version id → number
     tops: dict[tuple[str, str], str] = field(default_factory=dict)  # (facet, code) → top code
+
+    @functools.cached_property
+    def by_key(self) -> dict[str, FacetSpec]:
+        """Facet key → facet (the facets are set once, when the codebook is loaded)."""
+        return {f.key: f for f in self.facets}
 
     def category(self, pk: int) -> tuple[str, str, tuple[str, ...]]:
         if pk not in self.categories:  # a label on another version's category: rare, look it up
@@ -209,7 +215,7 @@ def _in_facet_order(book: Codebook, keys: Iterable[str]) -> list[str]:
 
 def _fill_labels(row: dict[str, Any], book: Codebook, category_ids: Iterable[int]) -> None:
     """Set the facet columns of `row` from the chosen categories (hierarchical: per level)."""
-    kinds = {f.key: f for f in book.facets}
+    kinds = book.by_key
     for pk in sorted(category_ids, key=lambda c: book.order.get(c, c)):
         key, code, path = book.category(pk)
         facet = kinds.get(key)
@@ -294,12 +300,13 @@ def annotator_rows(
         .values_list("annotation__assignment__item_id", "category_id")
         .iterator(chunk_size=CHUNK)
     )
+    unsure_columns = [(f.key, f"{column_base(f.key)}_unsure") for f in book.facets]
     for head, chosen in _merge(heads, labels):
         row = _item_row(head)
         row["submitted_at"], row["seconds_spent"] = head[7], head[8]
         row["notes"] = head[10] or None
-        for facet in book.facets:
-            row[f"{column_base(facet.key)}_unsure"] = facet.key in head[9]
+        for key, column in unsure_columns:
+            row[column] = key in head[9]
         _fill_labels(row, book, (c for _, c in chosen))
         yield row
 

@@ -81,14 +81,15 @@ decision_source str (empty while it waits) · reason str · comment str · decid
 
 XLSX layout: one sheet per annotator plus `Final` (as the TOSEM 2023 study keeps its rounds)
 and `Disagreements`.
-The XLSX writer is openpyxl in write-only mode: it streams each sheet's XML to a temporary file
-(in settings.XLSX_TEMP_DIR, which the job sweep clears of what a killed export left), so sheets
-may be filled one after another from separate queries with flat memory. We chose it over
-XlsxWriter's constant_memory mode because the project already needs openpyxl to read prior
-rounds (`spreadsheets.py`) and pandas reads XLSX through it: one well-kept library for both.
-The price is speed: ~8,500 rows/s of 14 columns here (~11,000 with lxml installed), against
-~15,000 for XlsxWriter; XLSX is the format for people, at study sizes, and CSV/Parquet the one
-for 100,000-item exports.
+The XLSX writer is openpyxl in write-only mode around cells formatted here: each sheet's cells
+stream as text to a temporary file (in settings.XLSX_TEMP_DIR, which the job sweep clears of
+what a killed export left), so sheets may be filled one after another from separate queries
+with flat memory, and are spliced into openpyxl's sheet XML as the zip is written
+(`write_xlsx`). We chose openpyxl over XlsxWriter's constant_memory mode because the project
+already needs it to read prior rounds (`spreadsheets.py`) and pandas reads XLSX through it: one
+well-kept library for both. Its own cell writer (~8,500 rows/s of 14 columns, a cell object
+and an lxml element per value) made a 100,000-item workbook take minutes; the cells are
+formatted exactly as it formats them, several times faster.
 """
 
 from __future__ import annotations
@@ -398,6 +399,13 @@ def write_xlsx(
 
     The service passes one `XlsxSheet` per annotator (`annotator_sheet_columns`) and then
     `Final` (`final_dataset_columns`). Titles are made valid and unique for Excel.
+
+    openpyxl (write-only) writes the workbook around the sheets: workbook, styles, relations,
+    each sheet's XML up to and after its cells. The cells themselves are formatted here, as
+    openpyxl's write-only writer formats them (`_SheetXml`), byte for byte, into a spool file
+    per sheet, then spliced into the sheet's XML as the zip is written: openpyxl builds a cell
+    object and an lxml element per value, ~8 times the cost of formatting the text
+    (tests/exports/test_xlsx_cells.py holds both outputs equal).
     """
     from openpyxl import Workbook
 
@@ -405,31 +413,195 @@ def write_xlsx(
     taken: set[str] = set()
     counts: dict[str, int] = {}
     directory = temp_dir or xlsx_temp_dir()
-    for sheet in sheets:
-        worksheet = workbook.create_sheet(sheet_title(sheet.title, taken))
-        _spool_in(worksheet, directory)
-        worksheet.append([c.name for c in sheet.columns])
-        counts[worksheet.title] = _fill_sheet(worksheet, sheet)
-    workbook.save(out)
+    spools: list[tuple[Any, Path]] = []
+    try:
+        for sheet in sheets:
+            worksheet = workbook.create_sheet(sheet_title(sheet.title, taken))
+            _spool_in(worksheet, directory)
+            spools.append((worksheet, _new_spool(directory)))
+            # ASCII with character references for the rest, as lxml writes openpyxl's XML.
+            spool = spools[-1][1]
+            with spool.open("w", encoding="ascii", errors="xmlcharrefreplace", newline="") as text:
+                counts[worksheet.title] = _SheetXml(worksheet).write(text, sheet)
+        skeleton = io.BytesIO()
+        workbook.save(skeleton)  # numbers the sheets' paths
+        _splice(skeleton, {ws.path.lstrip("/"): spool for ws, spool in spools}, out)
+    finally:
+        for _, spool in spools:
+            spool.unlink(missing_ok=True)
     return counts
 
 
-def _fill_sheet(worksheet: Any, sheet: XlsxSheet) -> int:
-    from openpyxl.cell import WriteOnlyCell
+def _new_spool(directory: str | Path | None) -> Path:
+    """A spool file for one sheet's cells, named as openpyxl names its own (the job sweep
+    clears what a killed export left in settings.XLSX_TEMP_DIR)."""
+    if directory is not None:
+        os.makedirs(directory, exist_ok=True)
+    handle, name = tempfile.mkstemp(prefix="openpyxl.", suffix=".cells", dir=directory)
+    os.close(handle)
+    return Path(name)
 
-    def cell(kind: ColumnKind, value: Any) -> Any:
-        value = _xlsx_value(kind, value)
-        if isinstance(value, str) and value.startswith("="):
-            text = WriteOnlyCell(worksheet, value)
-            text.data_type = "s"  # a str cell is defused; this keeps any other str from a formula
-            return text
-        return value
 
-    count = 0
-    for row in sheet.rows:
-        worksheet.append(_cells(row, sheet.columns, cell))
-        count += 1
-    return count
+_EMPTY_SHEET_DATA = re.compile(rb"<sheetData\s*/>|<sheetData></sheetData>")
+
+
+def _splice(skeleton: io.BytesIO, spools: Mapping[str, Path], out: IO[bytes]) -> None:
+    """Copy openpyxl's zip to `out`, each sheet's empty `<sheetData>` filled from its spool."""
+    import zipfile
+
+    with (
+        zipfile.ZipFile(skeleton) as source,
+        zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, allowZip64=True) as target,
+    ):
+        for info in source.infolist():
+            data = source.read(info)
+            spool = spools.get(info.filename)
+            if spool is None:
+                target.writestr(info, data)
+                continue
+            head, tail = _EMPTY_SHEET_DATA.split(data, maxsplit=1)
+            member = zipfile.ZipInfo(info.filename, date_time=info.date_time)
+            member.compress_type = zipfile.ZIP_DEFLATED
+            with target.open(member, "w", force_zip64=True) as sink, spool.open("rb") as cells:
+                sink.write(head + b"<sheetData>")
+                while block := cells.read(1 << 20):
+                    sink.write(block)
+                sink.write(b"</sheetData>" + tail)
+
+
+def _xml_text(text: str) -> str:
+    """`text` escaped as lxml escapes element text in openpyxl's write-only writer (chained
+    replaces: several times faster than str.translate)."""
+    return (
+        text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\r", "&#13;")
+    )
+
+
+_FLUSH_ROWS = 512
+
+
+class _SheetXml:
+    """A sheet's `<row>` elements as openpyxl's write-only writer (lxml) formats them: only
+    cells with a value; str as inline strings (xml:space="preserve" when the text has outer
+    whitespace; an Excel error code as an error cell), bool `t="b"`, int and float `t="n"` as
+    `%.16g`, a naive datetime as its Excel serial with the workbook's date style. Other types
+    go through openpyxl itself (`_other`)."""
+
+    def __init__(self, worksheet: Any) -> None:
+        from openpyxl.cell.cell import ERROR_CODES
+        from openpyxl.compat import safe_string
+        from openpyxl.utils.datetime import to_excel
+
+        self.worksheet = worksheet
+        self.errors = frozenset(ERROR_CODES)
+        self.safe_string, self.to_excel = safe_string, to_excel
+        self.epoch = worksheet.parent.epoch
+        self.date_style: str | None = None  # registered on the first datetime, as openpyxl does
+
+    def write(self, text: IO[str], sheet: XlsxSheet) -> int:
+        from openpyxl.utils import get_column_letter
+
+        letters = [get_column_letter(i) for i in range(1, len(sheet.columns) + 1)]
+        cell = self.cell
+        text.write(self.row(1, letters, [c.name for c in sheet.columns]))
+        columns = [
+            (letter, c.name, c.kind) for letter, c in zip(letters, sheet.columns, strict=True)
+        ]
+        text_cell, illegal, errors = self.text_cell, _ILLEGAL_XML.sub, self.errors
+        pending: list[str] = []
+        count = 0
+        for count, row in enumerate(sheet.rows, start=1):
+            r = str(count + 1)
+            cells = [f'<row r="{r}">']
+            for letter, name, kind in columns:
+                value = row.get(name)
+                if value is None:
+                    continue
+                # The two common cases inline (what _xlsx_value and cell do with them):
+                if kind == "str" and type(value) is str:
+                    value = illegal("", value)
+                    if value[:1] in _FORMULA_START:
+                        value = "'" + value
+                    value = value[:_MAX_CELL]
+                    if value and value not in errors:
+                        cells.append(text_cell(letter + r, value))
+                        continue
+                elif kind == "int" and type(value) is int:
+                    cells.append(f'<c r="{letter}{r}" t="n"><v>{value:.16g}</v></c>')
+                    continue
+                else:
+                    value = _xlsx_value(kind, value)
+                cells.append(cell(letter + r, value))
+            cells.append("</row>")
+            pending.append("".join(cells))
+            if len(pending) >= _FLUSH_ROWS:
+                text.write("".join(pending))
+                pending.clear()
+        text.write("".join(pending))
+        return count
+
+    def row(self, number: int, letters: Sequence[str], values: Sequence[Any]) -> str:
+        r = str(number)
+        cells = "".join(self.cell(x + r, v) for x, v in zip(letters, values, strict=False))
+        return f'<row r="{r}">{cells}</row>'
+
+    def cell(self, ref: str, value: Any) -> str:
+        kind = type(value)
+        if value is None:
+            return ""
+        if kind is str:
+            if value in self.errors:
+                return f'<c r="{ref}" t="e"><v>{_xml_text(value)}</v></c>'
+            if not value:
+                return f'<c r="{ref}" t="inlineStr"></c>'
+            return self.text_cell(ref, value)
+        if kind is int:
+            return f'<c r="{ref}" t="n"><v>{value:.16g}</v></c>'
+        if kind is bool:
+            return f'<c r="{ref}" t="b"><v>{1 if value else 0}</v></c>'
+        if kind is float:
+            return f'<c r="{ref}" t="n"><v>{self.safe_string(value)}</v></c>'
+        if kind is datetime and value.tzinfo is None:
+            style = self.date_style or self._date_style(value)
+            serial = self.safe_string(self.to_excel(value, self.epoch))
+            return f'<c r="{ref}" s="{style}" t="n"><v>{serial}</v></c>'
+        return self._other(ref, value)
+
+    @staticmethod
+    def text_cell(ref: str, value: str) -> str:
+        """A non-empty string that is not an Excel error code, as an inline string."""
+        space = ' xml:space="preserve"' if value != value.strip() else ""
+        return f'<c r="{ref}" t="inlineStr"><is><t{space}>{_xml_text(value)}</t></is></c>'
+
+    def _date_style(self, value: datetime) -> str:
+        from openpyxl.cell import WriteOnlyCell
+
+        self.date_style = str(WriteOnlyCell(self.worksheet, value).style_id)
+        return self.date_style
+
+    def _other(self, ref: str, value: Any) -> str:
+        """A value of any other type, through openpyxl's own cell and writer (it raises for a
+        type Excel cannot hold, or an aware datetime, as it always did)."""
+        from xml.etree.ElementTree import tostring
+
+        from openpyxl.cell import WriteOnlyCell
+        from openpyxl.cell._writer import etree_write_cell
+        from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
+
+        column, row = coordinate_from_string(ref)
+        cell = WriteOnlyCell(self.worksheet, value)
+        cell.row, cell.column = row, column_index_from_string(column)
+        elements: list[Any] = []
+        etree_write_cell(_Collect(elements), self.worksheet, cell, cell.has_style)
+        return tostring(elements[0], encoding="unicode")
+
+
+class _Collect:
+    def __init__(self, into: list[Any]) -> None:
+        self.into = into
+
+    def write(self, element: Any) -> None:
+        self.into.append(element)
 
 
 def _xlsx_value(kind: ColumnKind, value: Any) -> Any:
