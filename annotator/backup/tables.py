@@ -37,6 +37,7 @@ from annotator.exports.models import ExportJob, Pseudonym
 from annotator.issues.models import Issue, IssueComment, Repository, RepositoryAlias
 from annotator.machine.models import MachineCall, MachineRater, MachineRun
 from annotator.screening.models import ScreeningAudit, ScreeningModel, ScreeningPlan
+from annotator.similarity.models import DuplicateMark
 from annotator.studies.models import (
     Annotation,
     AnnotationLabel,
@@ -81,12 +82,27 @@ class Scope:
         return sorted(codebook_versions(self.study))
 
     @cached_property
+    def marked_issue_ids(self) -> list[int]:
+        """Issues the study's duplicate marks name (current or withdrawn), both sides: a
+        duplicate left out is in no item, yet the owner's decision about it is archived."""
+        ids: set[int] = set()
+        marks = DuplicateMark.objects.filter(study=self.study)
+        for issue, other in marks.values_list("issue_id", "duplicate_of_id"):
+            ids.add(issue)
+            if other is not None:
+                ids.add(other)
+        return sorted(ids)
+
+    def issues(self) -> QuerySet[Any]:
+        """The archived issues: those of the study's items and those its marks name."""
+        of_items = Q(pk__in=Item.objects.filter(study=self.study).values("issue_id"))
+        if not self.marked_issue_ids:
+            return Issue.objects.filter(of_items)
+        return Issue.objects.filter(of_items | Q(pk__in=self.marked_issue_ids))
+
+    @cached_property
     def repository_ids(self) -> list[int]:
-        ids = set(
-            Issue.objects.filter(study_items__study=self.study)
-            .values_list("repository_id", flat=True)
-            .distinct()
-        )
+        ids = set(self.issues().order_by().values_list("repository_id", flat=True).distinct())
         for filters in Selection.objects.filter(study=self.study).values_list("filters", flat=True):
             value = str((filters or {}).get("repository", ""))
             if value.isdigit():
@@ -144,12 +160,6 @@ def _by(model: type[models.Model], path: str) -> Callable[[Scope], QuerySet[Any]
     return lambda scope: model._default_manager.filter(**{path: scope.study})
 
 
-def _through_items(model: type[models.Model], path: str) -> Callable[[Scope], QuerySet[Any]]:
-    """Rows reached through the study's items: an issue in several rounds is one item of each,
-    and is archived once."""
-    return lambda scope: model._default_manager.filter(**{path: scope.study}).distinct()
-
-
 def _versions(model: type[models.Model], path: str) -> Callable[[Scope], QuerySet[Any]]:
     return lambda scope: model._default_manager.filter(**{f"{path}__in": scope.version_ids})
 
@@ -174,17 +184,19 @@ TABLES: list[Table] = [
         natural_key=("owner", "name"),
     ),
     # search_vector is derived from title, body and comments; a restore re-indexes.
+    # The issues of the study's items (an issue in several rounds is one item of each, and is
+    # archived once) and those its duplicate marks name.
     Table(
         "issues.issue",
         Issue,
-        _through_items(Issue, "study_items__study"),
+        lambda s: s.issues(),
         exclude=("search_vector",),
         natural_key=("repository", "number"),
     ),
     Table(
         "issues.issuecomment",
         IssueComment,
-        _through_items(IssueComment, "issue__study_items__study"),
+        lambda s: IssueComment.objects.filter(issue__in=s.issues().values("pk")),
         natural_key=("issue", "key"),
     ),
     Table(
@@ -307,6 +319,14 @@ TABLES: list[Table] = [
         json_refs={"order": ((("*",), "studies.item"),)},
         added_in=("screening", "0001_screening_rounds"),
     ),
+    # The owners' "duplicate of" / "distinct" decisions on the study's issues, withdrawn ones
+    # too (the history: who, when): people's decisions, which no pass can make again.
+    Table(
+        "similarity.duplicatemark",
+        DuplicateMark,
+        _by(DuplicateMark, "study"),
+        added_in=("similarity", "0002_duplicate_marks_in_backups"),
+    ),
     # Export records keep their counts, filters and dataset card; files are not archived (they
     # are derived from the labels and decisions, and can be exported again).
     Table("exports.exportjob", ExportJob, _by(ExportJob, "study"), exclude=("file",)),
@@ -343,10 +363,6 @@ NOT_ARCHIVED = {
     "similarity.duplicatemember": "found by a pass over the shared pool: a pass finds it again",
     "similarity.duplicatepair": "found by a pass over the shared pool: a pass finds it again",
     "similarity.similarissues": "computed by a pass over the shared pool: a pass computes it again",
-    "similarity.duplicatemark": (
-        "not yet archived: a mark names issues the study never took (the duplicates left out), "
-        "which an archive, carrying only the issues of the study's items, does not hold"
-    ),
     "issues.issuerevision": (
         "earlier texts of shared issues replaced by imports and syncs: the server's record of "
         "its corpus, not a study's (an archive carries the issues' texts as they are)"

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from annotator.exports.columns import Column, iso
+from annotator.exports.methods import MARKDOWN, ScreeningFacts, screening_sentence
 
 
 @dataclass(frozen=True)
@@ -261,4 +262,38 @@ def dataset_card(
     ]
     if categories:
         lines += ["", "## Categories", *_category_lines(categories)]
+    return "\n".join(lines) + "\n"
+
+
+def screening_section(rounds: Sequence[ScreeningFacts]) -> str:
+    """The card's "Screening" section (starting with a blank line): each screening round's
+    PRISMA-style flow — issues identified, near-duplicates removed, candidates, screened (of
+    them in the random audit), included, excluded, not screened — and the methods sentence
+    (order, declared stopping rule, the panel's verdict); "" when the study had none."""
+    if not rounds:
+        return ""
+    lines = [
+        "",
+        "## Screening",
+        "",
+        "Which issues were screened and kept, in a PRISMA-style flow per screening round. "
+        "Duplicates removed are the issues the study's owners marked near-duplicates of others "
+        "(no selection takes them); an issue is screened once all its screeners decided.",
+    ]
+    for f in rounds:
+        lines += ["", f"### Screening round {f.round}", ""]
+        lines += _table(
+            ("what", "count"),
+            [
+                ("issues identified", f.candidates + f.duplicates_removed),
+                ("near-duplicates removed", f.duplicates_removed),
+                ("candidates screened for", f.candidates),
+                ("screened", f.screened),
+                ("of them in the random audit", f.audited),
+                ("included", f.included),
+                ("excluded", f.screened - f.included),
+                ("not screened", f.candidates - f.screened),
+            ],
+        )
+        lines += ["", screening_sentence(f, MARKDOWN)]
     return "\n".join(lines) + "\n"

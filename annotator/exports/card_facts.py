@@ -26,7 +26,13 @@ from annotator.studies.models import Annotation, Item, Membership, Round, Study
 from taxonomy_app.services.rules import rule_texts, version_facet_infos, version_rules
 
 from . import writers
-from .card import AgreementFigure, AgreementSource, ExportScope, StudyDesign
+from .card import (
+    AgreementFigure,
+    AgreementSource,
+    ExportScope,
+    StudyDesign,
+    screening_section,
+)
 from .columns import Column
 from .models import ExportJob
 from .rows import Codebook
@@ -94,7 +100,15 @@ def build_card(
         headline=headline_card_lines(study, run),
         duplicates=[f"{d['issue']} duplicates {d['duplicate_of']}" for d in duplicates["issues"]],
     )
-    return card + llm_use_markdown(items, run)
+    return card + screening_markdown(study) + llm_use_markdown(items, run)
+
+
+def screening_markdown(study: Study) -> str:
+    """The card's "Screening" section (annotator/exports/card.py), "" when the study had no
+    screening round: the figures of each round's stopping panel, as the methods text has them."""
+    from .dataset import _screening
+
+    return screening_section(_screening(study))
 
 
 def llm_use_markdown(items: QuerySet[Item], run: AgreementRun | None) -> str:

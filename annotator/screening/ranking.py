@@ -9,10 +9,13 @@ joined by blank lines and cut at MAX_TEXT_CHARS characters. The title always sur
 (it comes first); what goes is the tail of long threads, mostly pasted logs that repeat one
 error hundreds of times and would otherwise outweigh what the reporter wrote.
 
-Features. `Ranker` fits one TfidfVectorizer on all texts, screened or not, once (as ASReview
-does: IDF from the whole collection is no peek at labels) and keeps the sparse matrix, so a
-retrain fits the classifier only: under half a second at 10,000 issues, 9,990 of them screened
-(benchmarks/screening_ranking.py).
+Features. `Ranker` fits TF-IDF on all texts, screened or not, once (as ASReview does: IDF from
+the whole collection is no peek at labels) and keeps the sparse matrix, so a retrain fits the
+classifier only: under half a second at 10,000 issues, 9,990 of them screened
+(benchmarks/screening_ranking.py). The features are exactly scikit-learn's
+`TfidfVectorizer(**TFIDF)` (`tests/screening/test_ranking.py` holds them equal), computed by
+`tfidf_features`, which splits words in numpy instead of one Python step per word: scikit-learn
+took 81 s at 100,000 issues of ~2 KB, nearly all of it in its per-word loop and regex.
 
 Models (MODELS):
   tfidf-svm     default. TF-IDF + linear SVM (sklearn.svm.LinearSVC, C=SVM_C; ASReview's `svm`
@@ -36,13 +39,15 @@ so file order never leaks into the ranking. Same texts, decisions, model and see
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 from scipy import sparse
-from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, TfidfTransformer
 from sklearn.linear_model import LogisticRegression
 from sklearn.svm import LinearSVC
 
@@ -104,10 +109,8 @@ class Ranker:
         _check_model(model)
         if model == "random" or not texts:
             return cls(model=model, size=len(texts), features=None)
-        vectorizer = TfidfVectorizer(**TFIDF)
-        try:
-            features = vectorizer.fit_transform(texts).tocsr()
-        except ValueError:  # no word at all (empty texts, or only stop words)
+        features = tfidf_features(texts)
+        if features.shape[1] == 0:  # no word at all (empty texts, or only stop words)
             features = sparse.csr_matrix((len(texts), 1), dtype=np.float32)
         return cls(model=model, size=len(texts), features=features)
 
@@ -141,7 +144,11 @@ class Ranker:
                 class_weight="balanced", solver="liblinear", random_state=seed
             )
             classifier.fit(self.features[screened], y)
-        return np.asarray(classifier.decision_function(self.features), dtype=np.float64)
+        # features · w + b in float32, as the features are: scikit-learn's decision_function
+        # would copy the whole matrix to float64 first (1.4 s of 2 at 100,000 issues).
+        weights = np.asarray(classifier.coef_, dtype=np.float32).reshape(-1)
+        scores = self.features @ weights + np.float32(classifier.intercept_[0])
+        return np.asarray(scores, dtype=np.float64)
 
 
 def rank(
@@ -205,3 +212,175 @@ def _decisions(labelled: Ints, labels: Ints, size: int) -> tuple[IntArray, IntAr
 def _check_model(model: str) -> None:
     if model not in MODELS:
         raise ValueError(f"unknown model {model!r}; expected one of {', '.join(MODELS)}")
+
+
+# --- TF-IDF --------------------------------------------------------------------------------
+# scikit-learn's token_pattern: runs of two or more word characters. On ASCII text a word
+# character is [A-Za-z0-9_]; `tfidf_features` finds those runs on the bytes with numpy and
+# lets this regex split only texts with other characters (their words, joined by spaces, then
+# go through the same byte path: every byte of a non-ASCII character counts as a word byte).
+TOKEN = re.compile(r"(?u)\b\w\w+\b")
+_WORD_BYTE = np.zeros(256, dtype=bool)
+for _c in b"abcdefghijklmnopqrstuvwxyz0123456789_":
+    _WORD_BYTE[_c] = True
+_WORD_BYTE[128:] = True
+_CHUNK_BYTES = 4_000_000  # texts hashed together: bounds the work arrays (~40 bytes a byte)
+# Odd multipliers of the two rolling hashes that name a word (128 bits: two words collide
+# with a chance of about 2^-100 at a million distinct words).
+_P1, _P2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F)
+
+
+def tfidf_features(texts: Sequence[str]) -> sparse.csr_matrix:
+    """`TfidfVectorizer(**TFIDF).fit_transform(texts)` (same terms, same columns in the same
+    sorted order, same float32 values), with no Python step per word: each chunk of texts is
+    one byte array, its words are found with numpy, named by a 128-bit rolling hash and counted
+    with pandas' hash table; only each chunk's distinct words go through a dict (the
+    vocabulary). Memory: the matrix's own arrays (int32 columns, float32 counts) and one chunk's
+    work arrays. A collection without any word gives a matrix of no columns."""
+    vocabulary = _Vocabulary()
+    per_text: list[npt.NDArray[np.int64]] = []
+    columns: list[npt.NDArray[np.int32]] = []
+    counts: list[npt.NDArray[np.float32]] = []
+    powers = {_P1: _Powers(_P1), _P2: _Powers(_P2)}
+    start = 0
+    while start < len(texts):
+        encoded: list[bytes] = []
+        size = 0
+        while start + len(encoded) < len(texts) and (size < _CHUNK_BYTES or not encoded):
+            encoded.append(_words_as_bytes(texts[start + len(encoded)]))
+            size += len(encoded[-1]) + 1
+        doc, term, count = _count_chunk(encoded, vocabulary, powers)
+        per_text.append(np.bincount(doc, minlength=len(encoded)))
+        columns.append(term)
+        counts.append(count)
+        start += len(encoded)
+    # Columns in the order of the words, as scikit-learn sorts its vocabulary.
+    words = np.array(vocabulary.terms, dtype=object)
+    kept = np.flatnonzero(~np.array(vocabulary.stop, dtype=bool))
+    order = kept[np.argsort(words[kept], kind="stable")]
+    column = np.full(len(words), -1, dtype=np.int32)
+    column[order] = np.arange(len(order), dtype=np.int32)
+    indptr = np.zeros(len(texts) + 1, dtype=np.int64)
+    if per_text:
+        np.cumsum(np.concatenate(per_text), out=indptr[1:])
+    indices = column[np.concatenate(columns)] if columns else np.zeros(0, dtype=np.int32)
+    data = np.concatenate(counts) if counts else np.zeros(0, dtype=np.float32)
+    del columns, counts
+    matrix = sparse.csr_matrix((data, indices, indptr), shape=(len(texts), len(order)))
+    matrix.sort_indices()
+    if len(order) == 0:
+        return matrix
+    transformer = TfidfTransformer(sublinear_tf=True)
+    return sparse.csr_matrix(transformer.fit_transform(matrix), dtype=np.float32)
+
+
+class _Vocabulary:
+    """Every word met: its hash pair -> its number, its text, whether it is a stop word."""
+
+    def __init__(self) -> None:
+        self.index: dict[tuple[int, int], int] = {}
+        self.terms: list[str] = []
+        self.stop: list[bool] = []
+
+    def number(self, key: tuple[int, int], word: bytes) -> int:
+        found = self.index.get(key)
+        if found is None:
+            found = self.index[key] = len(self.terms)
+            self.terms.append(word.decode("utf-8"))
+            self.stop.append(self.terms[-1] in ENGLISH_STOP_WORDS)
+        return found
+
+
+def _words_as_bytes(text: str) -> bytes:
+    """The lower-cased text as bytes in which the words are the runs of word bytes."""
+    lowered = text.lower()
+    if not lowered.isascii():
+        lowered = " ".join(TOKEN.findall(lowered))
+    return lowered.encode("utf-8")
+
+
+def _count_chunk(
+    encoded: list[bytes], vocabulary: _Vocabulary, powers: dict[np.uint64, _Powers]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float32]]:
+    """(text in the chunk, word number, count) of every distinct word of each text but the
+    stop words, ordered by text; new words are added to `vocabulary`."""
+    joined = b" ".join(encoded)
+    data = np.frombuffer(joined, dtype=np.uint8)
+    word = np.concatenate(([False], _WORD_BYTE[data], [False]))
+    edges = np.diff(word.astype(np.int8))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    long = ends - starts >= 2
+    starts, ends = starts[long], ends[long]
+    if len(starts) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32)
+    first = np.cumsum([0] + [len(e) + 1 for e in encoded[:-1]])
+    doc = np.searchsorted(first, starts, side="right") - 1
+    h1, h2 = (_hash(data, starts, ends, powers[p]) for p in (_P1, _P2))
+    # Distinct words by the first hash (pandas' hash table); the second must then agree within
+    # each group, else two words share the first (never seen; then the pairs are sorted).
+    inverse, distinct = pd.factorize(h1)
+    at = np.empty(len(distinct), dtype=np.int64)
+    at[inverse] = np.arange(len(inverse))  # where one occurrence of each is (any will do)
+    if not np.array_equal(h2[at][inverse], h2):
+        pairs = np.stack([h1, h2], axis=1)
+        _, at, inverse = np.unique(pairs, axis=0, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+    code = np.empty(len(at), dtype=np.int64)
+    uniques = zip(
+        h1[at].tolist(), h2[at].tolist(), starts[at].tolist(), ends[at].tolist(), strict=True
+    )
+    for i, (a, b, start, end) in enumerate(uniques):
+        code[i] = vocabulary.number((a, b), joined[start:end])
+    term = code[inverse]
+    wanted = ~np.array(vocabulary.stop, dtype=bool)[term]
+    doc, term = doc[wanted], term[wanted]
+    # (text, word) pairs counted with the hash table too; they come out in order of first
+    # appearance, so by text (the words are in text order).
+    width = len(vocabulary.terms) + 1
+    pair, keys = pd.factorize(doc.astype(np.int64) * width + term)
+    count = np.bincount(pair, minlength=len(keys)).astype(np.float32)
+    return keys // width, (keys % width).astype(np.int32), count
+
+
+class _Powers:
+    """p^i and p^-i modulo 2^64 for i up to the longest chunk so far (grown when needed)."""
+
+    def __init__(self, p: np.uint64) -> None:
+        self.p = p
+        self.inverse = _inverse(p)
+        self.up = np.ones(1, dtype=np.uint64)
+        self.down = np.ones(1, dtype=np.uint64)
+
+    def get(self, n: int) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
+        if len(self.up) < n:
+            size = n + n // 8  # chunks are about equal: the next fits too
+            with np.errstate(over="ignore"):
+                self.up = np.ones(size, dtype=np.uint64)
+                self.up[1:] = np.cumprod(np.full(size - 1, self.p, dtype=np.uint64))
+                self.down = np.ones(size, dtype=np.uint64)
+                self.down[1:] = np.cumprod(np.full(size - 1, self.inverse, dtype=np.uint64))
+        return self.up[:n], self.down[:n]
+
+
+def _hash(
+    data: npt.NDArray[np.uint8],
+    starts: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
+    powers: _Powers,
+) -> npt.NDArray[np.uint64]:
+    """Per word [start, end): sum of byte·p^(i - start) mod 2^64, mixed with its length."""
+    up, down = powers.get(len(data) + 1)
+    with np.errstate(over="ignore"):
+        prefix = np.zeros(len(data) + 1, dtype=np.uint64)
+        np.cumsum(data * up[:-1], out=prefix[1:])
+        value = (prefix[ends] - prefix[starts]) * down[starts]
+        return value ^ (ends - starts).astype(np.uint64) * np.uint64(0xFF51AFD7ED558CCD)
+
+
+def _inverse(p: np.uint64) -> np.uint64:
+    """p's inverse modulo 2^64 (p odd), by Newton's iteration."""
+    x, q = int(p), int(p)
+    for _ in range(6):
+        x = x * (2 - q * x) % 2**64
+    assert x * q % 2**64 == 1
+    return np.uint64(x)

@@ -145,6 +145,7 @@ def rich_study() -> Built:
     )
     _machine_rater(scene, items["agreed"])
     _screening_round(scene, deepspeed)
+    _duplicate_marks(scene, deepspeed)
     return Built(scene=scene, calibration=calibration, drafter=drafter, items=items)
 
 
@@ -174,6 +175,30 @@ def _screening_round(scene: Scene, repository: Repository) -> None:
         metrics={"features": "fitted"},
     )
     draw_audit(round=plan.round, size=2, seed=1, user=scene.owner)
+
+
+def _duplicate_marks(scene: Scene, repository: Repository) -> None:
+    """The owner's near-duplicate decisions: an issue the study never took (in no item, with
+    its comments) marked a duplicate of one of its issues; a duplicate included anyway, then
+    withdrawn and marked distinct (the history stays)."""
+    from annotator.similarity.services import mark_issue, withdraw_mark
+
+    study, owner, issues = scene.study, scene.owner, scene.world.issues
+    left_out = IssueFactory(repository=repository)
+    _enrich_issues([left_out])
+    mark_issue(
+        study=study, issue=left_out, decision="duplicate", duplicate_of=issues[0], user=owner
+    )
+    first = mark_issue(
+        study=study,
+        issue=issues[1],
+        decision="duplicate",
+        duplicate_of=issues[0],
+        include=True,
+        user=owner,
+    )
+    withdraw_mark(study=study, mark_id=first.pk, user=owner)
+    mark_issue(study=study, issue=issues[1], decision="distinct", user=owner)
 
 
 def _machine_rater(scene: Scene, item: Item) -> None:

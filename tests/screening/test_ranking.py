@@ -6,19 +6,23 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from annotator.screening import ranking
 from annotator.screening.ranking import (
     MAX_TEXT_CHARS,
     MODELS,
+    TFIDF,
     Ranker,
     double_balance,
     issue_text,
     parameters,
     random_order,
     rank,
+    tfidf_features,
 )
 
 from .synthetic import vocabulary_dataset
@@ -71,6 +75,51 @@ def test_a_retrain_reuses_the_features_fitted_once() -> None:
     ranker.rank([0, 1, 2], [labels[0], labels[1], labels[2]], seed=0)
     assert ranker.features is features
     assert features is not None and features.shape[0] == 100
+
+
+MIXED = [
+    "NCCL timeout on RANK0: ProcessGroupNCCL.cpp:1234 watchdog_thread x y z",
+    "",
+    "the and of a",  # stop words and a single letter only
+    "A_b __ _x ab AB Ab 1 22 333 3.14 0x7f3a_beef",
+    "Ünïcode Straße naïve café é ÉÉ",  # non-ASCII: the regex path
+    "日本語 テキスト error ERROR",
+    "émoji 😀 ok ok ok-ok",
+    'CUDA out of memory.\n```\nTraceback (most recent call last):\n  File "x.py", line 3\n```',
+    "tab\tseparated\rcarriage\x00nul\x7fdel words",
+]
+
+
+def _sklearn(texts: list[str]) -> Any:
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    return TfidfVectorizer(**TFIDF).fit_transform(texts)
+
+
+@pytest.mark.parametrize("chunk_bytes", [4_000_000, 40])
+def test_the_features_are_scikit_learns_tfidf(
+    chunk_bytes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Small chunks: a word first met in a later chunk of texts keeps one column.
+    monkeypatch.setattr(ranking, "_CHUNK_BYTES", chunk_bytes)
+    texts = MIXED + vocabulary_dataset(120)[0]
+    ours, theirs = tfidf_features(texts), _sklearn(texts)
+    assert ours.dtype == np.float32 and ours.shape == theirs.shape
+    assert abs(ours - theirs).max() == 0
+
+
+def test_two_words_sharing_the_first_hash_keep_their_own_columns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = ranking._hash
+
+    def colliding(data, starts, ends, powers):  # type: ignore[no-untyped-def]
+        found = real(data, starts, ends, powers)
+        return found * 0 if powers.p == ranking._P1 else found
+
+    monkeypatch.setattr(ranking, "_hash", colliding)
+    ours, theirs = tfidf_features(MIXED), _sklearn(MIXED)
+    assert ours.shape == theirs.shape and abs(ours - theirs).max() == 0
 
 
 def test_texts_with_no_word_at_all_still_rank() -> None:
