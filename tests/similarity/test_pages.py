@@ -232,7 +232,10 @@ def test_the_review_pages_show_each_groups_issues_marks_and_pairs_in_queries_the
     for group, issues in planted:
         assert f'data-group="{group.pk}"' in after
         assert f"horovod/horovod#{issues[0].number}</a> Planted" in after
-        assert f"#{issues[0].number}\N{EN DASH}#{issues[1].number}: {group.max_similarity:.2f}" in after
+        assert (
+            f"#{issues[0].number}\N{EN DASH}#{issues[1].number}: {group.max_similarity:.2f}"
+            in after
+        )
 
     group = first.duplicate_members.get().group_id
     side, side_queries = page(f"{base}/groups/{group}/")
