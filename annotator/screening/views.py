@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.safestring import mark_safe
@@ -15,7 +15,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from annotator.studies.access import MANAGERS, SEE_ALL, membership_or_404
-from annotator.studies.models import Round, Study
+from annotator.studies.models import Membership, Round, Study
 from annotator.studies.services import StudyError, create_round
 
 from . import services
@@ -65,19 +65,36 @@ def _plan_values(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _plan_or_404(request: HttpRequest, study_id: int, number: int, roles: Any) -> ScreeningPlan:
-    study = membership_or_404(request, study_id, roles).study
-    round = get_object_or_404(study.rounds, number=number, kind=Round.Kind.SCREENING)
-    return get_object_or_404(
-        ScreeningPlan.objects.select_related("round__study", "relevant_category__facet"),
-        round=round,
+    return _membership_and_plan(request, study_id, number, roles)[1]
+
+
+def _membership_and_plan(
+    request: HttpRequest, study_id: int, number: int, roles: Any
+) -> tuple[Membership, ScreeningPlan]:
+    """The caller's membership (one of `roles`) and the plan of the study's screening round
+    `number`, with its round, study, relevant category and declarer: two queries; 404 else."""
+    membership = membership_or_404(request, study_id, roles)
+    plan = (
+        ScreeningPlan.objects.select_related(
+            "round__study", "relevant_category__facet", "declared_by"
+        )
+        .filter(
+            round__study_id=membership.study_id,
+            round__number=number,
+            round__kind=Round.Kind.SCREENING,
+        )
+        .first()
     )
+    if plan is None:
+        raise Http404("No such screening round")
+    return membership, plan
 
 
 def screening_panel_page(request: HttpRequest, study_id: int, number: int) -> HttpResponse:
     """The stopping panel; to htmx's polling, only the retrain status (#retrain-status)."""
-    plan = _plan_or_404(request, study_id, number, SEE_ALL)
+    membership, plan = _membership_and_plan(request, study_id, number, SEE_ALL)
     study = plan.round.study
-    is_owner = membership_or_404(request, study_id).is_owner
+    is_owner = membership.is_owner
     if getattr(request, "htmx", False):
         job = RetrainJob.objects.filter(round=plan.round).order_by("-created_at", "-pk").first()
         response = render(
@@ -106,7 +123,7 @@ def screening_panel_page(request: HttpRequest, study_id: int, number: int) -> Ht
         "chart": _chart(panel),
         "is_owner": is_owner,
         "audit_form": AuditForm(initial={"size": panel.suggested_audit or 1}),
-        "include_form": IncludeForm(study=study, prefix="include"),
+        "include_form": IncludeForm(study=study, prefix="include") if is_owner else None,
     }
     return render(request, "screening/panel.html", context)
 

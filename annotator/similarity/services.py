@@ -351,4 +351,5 @@ def group_queryset(*, repository: Repository | None = None, study: Study | None 
 
 def marks_by_issue(study: Study, issue_ids: Iterable[int]) -> dict[int, DuplicateMark]:
     current = DuplicateMark.objects.current().filter(study=study, issue_id__in=list(issue_ids))
-    return {m.issue_id: m for m in current.select_related("decided_by", "duplicate_of")}
+    related = current.select_related("decided_by", "duplicate_of__repository")  # the pages name it
+    return {m.issue_id: m for m in related}

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.paginator import Paginator
+from django.db.models import Prefetch, prefetch_related_objects
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -19,7 +20,7 @@ from annotator.job_pages import job_status_page
 from annotator.studies.access import MANAGERS, membership_or_404, signed_in
 from annotator.studies.models import Membership
 
-from .models import DuplicateGroup, DuplicateMark, DuplicatePass
+from .models import DuplicateGroup, DuplicateMark, DuplicateMember, DuplicatePair, DuplicatePass
 from .services import (
     SimilarityError,
     group_queryset,
@@ -45,7 +46,8 @@ def duplicates(request: HttpRequest, study_id: int) -> HttpResponse:
     membership = _owner(request, study_id)
     study = membership.study
     in_study = request.GET.get("in_study") == "1"
-    repository = Repository.objects.filter(pk=_int(request.GET.get("repository")) or 0).first()
+    repository_id = _int(request.GET.get("repository"))
+    repository = Repository.objects.filter(pk=repository_id).first() if repository_id else None
     groups = group_queryset(repository=repository, study=study if in_study else None)
     page = Paginator(groups, PAGE_SIZE).get_page(request.GET.get("page"))
     rows = _group_rows(study, list(page.object_list))
@@ -74,38 +76,66 @@ def _int(value: Any) -> int | None:
         return None
 
 
-def _group_rows(study: Any, groups: list[DuplicateGroup]) -> list[dict[str, Any]]:
-    members = {
-        g.pk: g
-        for g in DuplicateGroup.objects.filter(pk__in=[g.pk for g in groups]).prefetch_related(
-            "members__issue__repository", "pairs__issue_a", "pairs__issue_b"
-        )
-    }
-    issue_ids = [m.issue_id for g in members.values() for m in g.members.all()]
+def _group_rows(
+    study: Any, groups: list[DuplicateGroup], *, bodies: bool = False
+) -> list[dict[str, Any]]:
+    """Each group with its issues (and repositories), its pairs, the study's current marks and
+    which issues are in the study: four queries whatever the number of groups. The issues'
+    bodies are read only for the side-by-side page (`bodies`), their raw GitHub JSON never."""
+    prefetch_related_objects(
+        groups,
+        Prefetch(
+            "members",
+            queryset=DuplicateMember.objects.select_related("issue__repository").defer(
+                "issue__raw", *([] if bodies else ["issue__body"])
+            ),
+        ),
+        Prefetch(
+            "pairs",
+            queryset=DuplicatePair.objects.select_related("issue_a", "issue_b").only(*_PAIR_FIELDS),
+        ),
+    )
+    issue_ids = [m.issue_id for g in groups for m in g.members.all()]
     marks = marks_by_issue(study, issue_ids)
-    in_study = set(study.items.filter(issue_id__in=issue_ids).values_list("issue_id", flat=True))
+    in_study = set(
+        study.items.filter(issue_id__in=issue_ids).order_by().values_list("issue_id", flat=True)
+    )
     rows = []
     for group in groups:
-        full = members[group.pk]
-        issues = [m.issue for m in full.members.all()]
         rows.append(
             {
-                "group": full,
+                "group": group,
                 "issues": [
-                    {"issue": i, "mark": marks.get(i.pk), "in_study": i.pk in in_study}
-                    for i in issues
+                    {
+                        "issue": m.issue,
+                        "mark": marks.get(m.issue_id),
+                        "in_study": m.issue_id in in_study,
+                    }
+                    for m in group.members.all()
                 ],
-                "pairs": list(full.pairs.all()),
+                "pairs": list(group.pairs.all()),
             }
         )
     return rows
+
+
+# What the pages show of a pair: its similarity, signature flag and its two issues' numbers.
+_PAIR_FIELDS = (
+    "group",
+    "issue_a",
+    "issue_b",
+    "similarity",
+    "same_signature",
+    "issue_a__number",
+    "issue_b__number",
+)
 
 
 def duplicate_group(request: HttpRequest, study_id: int, group_id: int) -> HttpResponse:
     """A group's issues side by side, each with the marks the owner can give it."""
     membership = _owner(request, study_id)
     group = get_object_or_404(DuplicateGroup, pk=group_id)
-    row = _group_rows(membership.study, [group])[0]
+    row = _group_rows(membership.study, [group], bodies=True)[0]
     for entry in row["issues"]:
         entry["body"] = render_markdown(entry["issue"].body or "")
     return render(

@@ -180,6 +180,28 @@ def test_the_panel_page_shows_the_figures_and_hides_from_screeners(client) -> No
     assert sw.world.round.retrain_jobs.count() == 1
 
 
+def test_the_panel_page_reads_in_queries_that_do_not_grow_with_the_screening(client) -> None:  # type: ignore[no-untyped-def]
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    sw = screening_world(n=20, share=0.5)
+    a, b = sw.screeners
+    url = reverse("screening:panel", args=[sw.study.pk, sw.world.round.number])
+    client.force_login(sw.world.owner)
+    client.get(url)
+    counts = []
+    for screened in (2, 8):
+        while sw.world.round.items.filter(submitted_count__gte=2).count() < screened:
+            sw.screen(a), sw.screen(b)
+        with CaptureQueriesContext(connection) as queries:
+            page = client.get(url).content.decode()
+        assert f"data-screened>{screened}<" in page and "data-candidates>20<" in page
+        assert f"by {sw.world.owner.get_username()}" in page  # who declared the rule
+        assert "Into" in page  # the owner's form to take the included issues
+        counts.append(len(queries))
+    assert counts[0] == counts[1] <= 14, counts
+
+
 def test_the_api_reads_the_panel_draws_the_audit_and_refuses_bad_input(client) -> None:  # type: ignore[no-untyped-def]
     sw = screening_world(n=20, share=0.5)
     a, b = sw.screeners

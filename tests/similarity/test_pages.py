@@ -181,3 +181,67 @@ def test_the_schema_lists_the_routes(client, world):
         "/api/issues/{issue_id}/similar/",
     ):
         assert route in schema["paths"], route
+
+
+def _planted_group(job, issues, similarity):
+    from annotator.similarity.models import DuplicateGroup, DuplicateMember, DuplicatePair
+
+    group = DuplicateGroup.objects.create(
+        found_by=job, size=len(issues), max_similarity=similarity, min_similarity=similarity
+    )
+    DuplicateMember.objects.bulk_create(DuplicateMember(group=group, issue=i) for i in issues)
+    DuplicatePair.objects.create(
+        group=group, issue_a=issues[0], issue_b=issues[1], similarity=similarity
+    )
+    return group
+
+
+def test_the_review_pages_show_each_groups_issues_marks_and_pairs_in_queries_the_groups_do_not_grow(
+    client, found
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    world, first, second = found["world"], found["first"], found["second"]
+    client.force_login(world.owner)
+    base = f"/similarity/studies/{world.study.pk}/duplicates"
+    client.post(
+        f"{base}/mark/", {"issue": second.pk, "duplicate_of": first.pk, "decision": "duplicate"}
+    )
+
+    def page(url):
+        with CaptureQueriesContext(connection) as queries:
+            answer = client.get(url)
+        assert answer.status_code == 200
+        return answer.content.decode(), len(queries)
+
+    assert "Recorded:" in page(f"{base}/")[0]  # the message is shown (and read) once
+    before, queries_before = page(f"{base}/")
+    assert "Groups (2)" in before
+    assert f"duplicate of #{first.number}" in before and "in the study" in before
+    assert f"#{first.number}\N{EN DASH}#{second.number}: " in before or (
+        f"#{second.number}\N{EN DASH}#{first.number}: " in before
+    )
+    repository = RepositoryFactory(owner="horovod", name="horovod")
+    planted = []
+    for n in range(6):
+        issues = [IssueFactory(repository=repository, title=f"Planted {n}-{k}") for k in range(3)]
+        planted.append((_planted_group(found["job"], issues, 0.5 + n / 100), issues))
+    after, queries_after = page(f"{base}/")
+    assert "Groups (8)" in after and queries_after == queries_before
+    for group, issues in planted:
+        assert f'data-group="{group.pk}"' in after
+        assert f"horovod/horovod#{issues[0].number}</a> Planted" in after
+        assert (
+            f"#{issues[0].number}\N{EN DASH}#{issues[1].number}: {group.max_similarity:.2f}"
+            in after
+        )
+
+    group = first.duplicate_members.get().group_id
+    side, side_queries = page(f"{base}/groups/{group}/")
+    assert "ZeRO-3 hang" in side and "Duplicate of deepspeedai/DeepSpeed#" in side
+    assert side.count('data-issue="') == 2 and 'class="issue-body markdown"' in side
+    assert "No description." not in side  # the bodies are read for this page
+    big, _ = planted[0]
+    _, big_queries = page(f"{base}/groups/{big.pk}/")
+    assert big_queries == side_queries
