@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Mapping
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.urls import reverse
 
 from taxonomy_app.models import Category
-from taxonomy_app.usage import SubmittedLabels
+from taxonomy_app.usage import RuleCheck, SubmittedLabels
 
 from .models import Annotation, AnnotationLabel, Membership
 
@@ -91,3 +91,126 @@ class StudyLabelUsage:
             )
             for pk, item, study, owner, name, number in heads
         ]
+
+    def rule_breaks(
+        self, version_ids: Collection[int], checks: Sequence[RuleCheck], viewer: Any, *, shown: int
+    ) -> list[tuple[int, list[SubmittedLabels]]]:
+        """Per check: how many submitted annotations made with these versions, in the studies
+        `viewer` owns, break its rule, and `shown` of them (by study, then annotation) from
+        the check's offset. Checked by PostgreSQL: one query counts every rule, one per
+        rule lists its page, one reads the listed annotations' labels."""
+        annotations = self._submitted(version_ids, viewer)
+        if annotations is None or not checks:
+            return [(0, []) for _ in checks]
+        broken = [_broken(check) for check in checks]
+        counted = {f"r{n}": Count("pk", filter=q) for n, q in enumerate(broken) if q is not None}
+        counts = annotations.aggregate(**counted) if counted else {}
+        ordered = annotations.order_by("assignment__item__study_id", "pk")
+        pages = [
+            list(ordered.filter(q)[check.offset : check.offset + shown].values_list(*_HEAD))
+            if q is not None and counts[f"r{n}"] > check.offset
+            else []
+            for n, (check, q) in enumerate(zip(checks, broken, strict=True))
+        ]
+        labels = _labels_of({row[0] for page in pages for row in page})
+        return [
+            (counts.get(f"r{n}", 0), [_submitted_labels(row, labels) for row in page])
+            for n, page in enumerate(pages)
+        ]
+
+    def _submitted(self, version_ids: Collection[int], viewer: Any) -> QuerySet[Annotation] | None:
+        if not getattr(viewer, "is_authenticated", False):
+            return None
+        owned = Membership.objects.filter(user=viewer, role=Membership.Role.OWNER)
+        return Annotation.objects.filter(
+            status=Annotation.Status.SUBMITTED,
+            codebook_version_id__in=list(version_ids),
+            assignment__item__study_id__in=owned.values("study_id"),
+        )
+
+
+_HEAD = (
+    "pk",
+    "assignment__item_id",
+    "assignment__item__study__name",
+    "assignment__item__issue__repository__owner",
+    "assignment__item__issue__repository__name",
+    "assignment__item__issue__number",
+)
+
+
+def _labels_of(annotation_ids: Collection[int]) -> dict[int, dict[str, list[str]]]:
+    labels: dict[int, dict[str, list[str]]] = {}
+    rows = AnnotationLabel.objects.filter(annotation_id__in=list(annotation_ids)).order_by()
+    for pk, key, code in rows.values_list("annotation_id", "facet__key", "category__code"):
+        labels.setdefault(pk, {}).setdefault(key, []).append(code)
+    return labels
+
+
+def _submitted_labels(
+    row: tuple[Any, ...], labels: Mapping[int, Mapping[str, list[str]]]
+) -> SubmittedLabels:
+    pk, item, study, owner, name, number = row
+    return SubmittedLabels(
+        annotation=pk,
+        study=study,
+        item=f"{owner}/{name}#{number}",
+        url=reverse("studies:item", args=[item]),
+        labels={key: tuple(codes) for key, codes in labels.get(pk, {}).items()},
+    )
+
+
+def _in(facet: str, codes: Collection[str] | None = None) -> Exists:
+    """The annotation has a label in `facet` (with one of `codes`, when given)."""
+    labels = AnnotationLabel.objects.filter(annotation=OuterRef("pk"), facet__key=facet)
+    return Exists(labels if codes is None else labels.filter(category__code__in=list(codes)))
+
+
+def _two_of(facet: str, codes: Collection[str]) -> Exists:
+    """The annotation has labels with two different codes of `codes` in `facet`."""
+    other = AnnotationLabel.objects.filter(
+        annotation=OuterRef(OuterRef("pk")),
+        facet__key=facet,
+        category__code__in=list(codes),
+    ).exclude(category__code=OuterRef("category__code"))
+    first = AnnotationLabel.objects.filter(
+        annotation=OuterRef("pk"), facet__key=facet, category__code__in=list(codes)
+    )
+    return Exists(first.filter(Exists(other)))
+
+
+def _more_than(facet: str, most: int) -> Exists:
+    """The annotation has more than `most` different codes in `facet`."""
+    many = (
+        AnnotationLabel.objects.filter(annotation=OuterRef("pk"), facet__key=facet)
+        .order_by()
+        .values("annotation")
+        .annotate(n=Count("category__code", distinct=True))
+        .filter(n__gt=most)
+    )
+    return Exists(many)
+
+
+def _broken(check: RuleCheck) -> Q | None:
+    """The annotations breaking the rule, as `taxonomy_app.rules.violations` decides it on one
+    label set; None where no label set can break it."""
+    rule = check.rule
+    if rule.kind in ("requires", "forbids"):
+        if rule.when_facet is not None and not rule.when_categories:
+            return None  # a condition no label set meets
+        trigger = Q() if rule.when_facet is None else Q(_in(rule.when_facet, rule.when_categories))
+        return trigger & (~Q(_in(rule.facet)) if rule.kind == "requires" else Q(_in(rule.facet)))
+    if rule.kind == "leaf_only":
+        groups = check.groups - set(rule.categories)
+        return Q(_in(rule.facet, groups)) if groups else None
+    if rule.kind == "exclusive":
+        twice = {code for code in rule.categories if rule.categories.count(code) > 1}
+        codes = set(rule.categories)
+        either = Q(_two_of(rule.facet, codes)) if len(codes) > 1 else None
+        repeated = Q(_in(rule.facet, twice)) if twice else None
+        if either is not None and repeated is not None:
+            return either | repeated
+        return either or repeated
+    if rule.kind == "max_choices" and rule.max_choices:
+        return Q(_more_than(rule.facet, rule.max_choices))
+    return None
