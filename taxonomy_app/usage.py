@@ -38,10 +38,14 @@ class SubmittedLabels:
 class RuleCheck:
     """One rule to check submitted annotations against, as `rules.violations` would: `groups`
     are the codes its facet's groups have in the version the rule belongs to (what `leaf_only`
-    refuses); `offset` is where the listed annotations start (0: the first)."""
+    refuses); `codes` how many different codes the facet has across the codebook's versions
+    (a label set holds at most these: a label's category is one of its facet's, in the version
+    it was made with or one its labels were carried over to); `offset` is where the listed
+    annotations start (0: the first)."""
 
     rule: Rule
     groups: frozenset[str] = frozenset()
+    codes: int = 0
     offset: int = 0
 
 

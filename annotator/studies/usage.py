@@ -97,25 +97,25 @@ class StudyLabelUsage:
     ) -> list[tuple[int, list[SubmittedLabels]]]:
         """Per check: how many submitted annotations made with these versions, in the studies
         `viewer` owns, break its rule, and `shown` of them (by study, then annotation) from
-        the check's offset. Checked by PostgreSQL: one query counts every rule, one per
-        rule lists its page, one reads the listed annotations' labels."""
+        the check's offset. Checked by PostgreSQL, where each rule is a join over the labels
+        it looks at (the category index finds them): per rule one count and one page, then one
+        query for the listed annotations' labels; none for a rule no label set can break."""
         annotations = self._submitted(version_ids, viewer)
-        if annotations is None or not checks:
+        if annotations is None:
             return [(0, []) for _ in checks]
         broken = [_broken(check) for check in checks]
-        counted = {f"r{n}": Count("pk", filter=q) for n, q in enumerate(broken) if q is not None}
-        counts = annotations.aggregate(**counted) if counted else {}
+        counts = [0 if q is None else annotations.filter(q).count() for q in broken]
         ordered = annotations.order_by("assignment__item__study_id", "pk")
         pages = [
             list(ordered.filter(q)[check.offset : check.offset + shown].values_list(*_HEAD))
-            if q is not None and counts[f"r{n}"] > check.offset
+            if q is not None and count > check.offset
             else []
-            for n, (check, q) in enumerate(zip(checks, broken, strict=True))
+            for check, q, count in zip(checks, broken, counts, strict=True)
         ]
         labels = _labels_of({row[0] for page in pages for row in page})
         return [
-            (counts.get(f"r{n}", 0), [_submitted_labels(row, labels) for row in page])
-            for n, page in enumerate(pages)
+            (count, [_submitted_labels(row, labels) for row in page])
+            for count, page in zip(counts, pages, strict=True)
         ]
 
     def _submitted(self, version_ids: Collection[int], viewer: Any) -> QuerySet[Annotation] | None:
@@ -166,29 +166,19 @@ def _in(facet: str, codes: Collection[str] | None = None) -> Exists:
     return Exists(labels if codes is None else labels.filter(category__code__in=list(codes)))
 
 
-def _two_of(facet: str, codes: Collection[str]) -> Exists:
-    """The annotation has labels with two different codes of `codes` in `facet`."""
-    other = AnnotationLabel.objects.filter(
-        annotation=OuterRef(OuterRef("pk")),
-        facet__key=facet,
-        category__code__in=list(codes),
-    ).exclude(category__code=OuterRef("category__code"))
-    first = AnnotationLabel.objects.filter(
-        annotation=OuterRef("pk"), facet__key=facet, category__code__in=list(codes)
-    )
-    return Exists(first.filter(Exists(other)))
-
-
-def _more_than(facet: str, most: int) -> Exists:
-    """The annotation has more than `most` different codes in `facet`."""
+def _more_than(facet: str, most: int, codes: Collection[str] | None = None) -> Q:
+    """The annotation has more than `most` different codes in `facet` (of `codes`, when
+    given)."""
+    labels = AnnotationLabel.objects.filter(facet__key=facet)
+    if codes is not None:
+        labels = labels.filter(category__code__in=list(codes))
     many = (
-        AnnotationLabel.objects.filter(annotation=OuterRef("pk"), facet__key=facet)
-        .order_by()
+        labels.order_by()
         .values("annotation")
         .annotate(n=Count("category__code", distinct=True))
         .filter(n__gt=most)
     )
-    return Exists(many)
+    return Q(pk__in=many.values("annotation"))
 
 
 def _broken(check: RuleCheck) -> Q | None:
@@ -206,11 +196,11 @@ def _broken(check: RuleCheck) -> Q | None:
     if rule.kind == "exclusive":
         twice = {code for code in rule.categories if rule.categories.count(code) > 1}
         codes = set(rule.categories)
-        either = Q(_two_of(rule.facet, codes)) if len(codes) > 1 else None
+        either = _more_than(rule.facet, 1, codes) if len(codes) > 1 else None
         repeated = Q(_in(rule.facet, twice)) if twice else None
         if either is not None and repeated is not None:
             return either | repeated
         return either or repeated
-    if rule.kind == "max_choices" and rule.max_choices:
-        return Q(_more_than(rule.facet, rule.max_choices))
+    if rule.kind == "max_choices" and rule.max_choices and check.codes > rule.max_choices:
+        return _more_than(rule.facet, rule.max_choices)
     return None

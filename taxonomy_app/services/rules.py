@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Count
 
 from ..errors import CodebookError
 from ..models import Category, CodebookVersion, Facet, LabelRule
@@ -167,6 +168,13 @@ class RuleBreak:
         return max(1, -(-self.count // SHOWN))
 
 
+def codes_per_facet(codebook_id: int) -> dict[str, int]:
+    """facet key → how many different category codes it has across the codebook's versions."""
+    rows = Category.objects.filter(facet__version__codebook_id=codebook_id).order_by()
+    counts = rows.values("facet__key").annotate(n=Count("code", distinct=True))
+    return {row["facet__key"]: row["n"] for row in counts}
+
+
 def rule_breaks(
     *, version: CodebookVersion, viewer: Any, pages: Mapping[int, int] | None = None
 ) -> list[RuleBreak]:
@@ -182,10 +190,12 @@ def rule_breaks(
         return []
     infos = version_facet_infos(version)
     pages = pages or {}
+    codes = codes_per_facet(version.codebook_id)
     checks = [
         RuleCheck(
             rule,
             infos[rule.facet].groups if rule.facet in infos else frozenset(),
+            codes=codes.get(rule.facet, 0),
             offset=(max(1, pages.get(n, 1)) - 1) * SHOWN,
         )
         for n, rule in enumerate(rules)

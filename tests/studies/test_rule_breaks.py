@@ -114,6 +114,7 @@ def ruled(db) -> tuple[World, CodebookVersion]:  # type: ignore[no-untyped-def]
         {"kind": "leaf_only", "facet": "symptom", "categories": ["failure"]},
         {"kind": "exclusive", "facet": "symptom", "categories": ["hang", "oom", "slow"]},
         {"kind": "max_choices", "facet": "fix", "max_choices": 1},
+        {"kind": "max_choices", "facet": "fix", "max_choices": 2},  # fix has two codes
     ]  # fmt: skip
     for rule in rules:
         add_rule(version=draft, **rule)
@@ -192,13 +193,13 @@ def test_the_page_ignores_a_page_number_it_cannot_read(client, ruled):
     assert 'id="rule-1"' in response.content.decode()
 
 
-def test_every_rule_is_counted_in_one_query_and_listed_in_one_each(
+def test_each_rule_is_one_count_and_one_page_whatever_the_annotations(
     ruled, django_assert_max_num_queries
 ):
     world, draft = ruled
     rules = draft.rules.count()
 
-    # the version's rules and facets (3), the owned studies are a subquery: counts (1),
-    # one page per rule, the listed annotations' labels (1)
-    with django_assert_max_num_queries(3 + 1 + rules + 1):
+    # the version's rules, facets, categories and codes per facet (4); per rule a count and a
+    # page (the owned studies are a subquery); the listed annotations' labels (1)
+    with django_assert_max_num_queries(4 + 2 * rules + 1):
         rule_breaks(version=draft, viewer=world.owner)
