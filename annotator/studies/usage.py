@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Collection, Hashable, Mapping, Sequence
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.urls import reverse
 
 from taxonomy_app.models import Category
 from taxonomy_app.usage import RuleCheck, SubmittedLabels
 
+from . import sql
 from .models import Annotation, AnnotationLabel, Membership
 
 
@@ -97,9 +98,39 @@ class StudyLabelUsage:
     ) -> list[tuple[int, list[SubmittedLabels]]]:
         """Per check: how many submitted annotations made with these versions, in the studies
         `viewer` owns, break its rule, and `shown` of them (by study, then annotation) from
-        the check's offset. Checked by PostgreSQL, where each rule is a join over the labels
-        it looks at (the category index finds them): per rule one count and one page, then one
-        query for the listed annotations' labels; none for a rule no label set can break."""
+        the check's offset. On PostgreSQL one statement checks every rule (`sql.rule_breaks`),
+        then one query reads the listed annotations and one their labels."""
+        if not getattr(viewer, "is_authenticated", False):
+            return [(0, []) for _ in checks]
+        if connection.vendor != "postgresql":
+            return self._rule_breaks_by_orm(version_ids, checks, viewer, shown=shown)
+        predicates = [_predicate(check) for check in checks]
+        live = [n for n, predicate in enumerate(predicates) if predicate is not None]
+        found = sql.rule_breaks(
+            list(version_ids),
+            viewer.pk,
+            [p for p in predicates if p is not None],
+            [checks[n].offset for n in live],
+            shown,
+        )
+        by_check: dict[int, tuple[int, list[int]]] = dict(zip(live, found, strict=True))
+        listed = {pk for _, ids in found for pk in ids}
+        heads = {
+            row[0]: row for row in Annotation.objects.filter(pk__in=listed).values_list(*_HEAD)
+        }
+        labels = _labels_of(listed)
+        out = []
+        for n in range(len(checks)):
+            count, ids = by_check.get(n, (0, []))
+            out.append((count, [_submitted_labels(heads[pk], labels) for pk in ids]))
+        return out
+
+    def _rule_breaks_by_orm(
+        self, version_ids: Collection[int], checks: Sequence[RuleCheck], viewer: Any, *, shown: int
+    ) -> list[tuple[int, list[SubmittedLabels]]]:
+        """`rule_breaks` with the ORM: per rule a count and a page, each a join over the labels
+        the rule looks at. Off PostgreSQL (the SQLite demo), and what tests hold `sql.rule_breaks`
+        equal to; at 100,000 items on PostgreSQL a minute for the seed codebook's ten rules."""
         annotations = self._submitted(version_ids, viewer)
         if annotations is None:
             return [(0, []) for _ in checks]
@@ -203,4 +234,34 @@ def _broken(check: RuleCheck) -> Q | None:
         return either or repeated
     if rule.kind == "max_choices" and rule.max_choices and check.codes > rule.max_choices:
         return _more_than(rule.facet, rule.max_choices)
+    return None
+
+
+def _predicate(check: RuleCheck) -> sql.RulePredicate | None:
+    """The rule as `sql.rule_breaks` checks it (as `_broken` does with the ORM); None where no
+    label set can break it."""
+    rule = check.rule
+    if rule.kind in ("requires", "forbids"):
+        if rule.when_facet is not None and not rule.when_categories:
+            return None
+        own = sql.has_facet(rule.facet)
+        if rule.when_facet is None:
+            return (
+                own if rule.kind == "forbids" else sql.RulePredicate(f"NOT ({own.sql})", own.params)
+            )
+        trigger = sql.has_code(rule.when_facet, rule.when_categories)
+        return sql.both(trigger, own, negate_second=rule.kind == "requires")
+    if rule.kind == "leaf_only":
+        groups = check.groups - set(rule.categories)
+        return sql.has_code(rule.facet, sorted(groups)) if groups else None
+    if rule.kind == "exclusive":
+        twice = sorted({code for code in rule.categories if rule.categories.count(code) > 1})
+        codes = sorted(set(rule.categories))
+        two = sql.more_codes_than(rule.facet, 1, codes) if len(codes) > 1 else None
+        repeated = sql.has_code(rule.facet, twice) if twice else None
+        if two is not None and repeated is not None:
+            return sql.either(two, repeated)
+        return two or repeated
+    if rule.kind == "max_choices" and rule.max_choices and check.codes > rule.max_choices:
+        return sql.more_codes_than(rule.facet, rule.max_choices)
     return None

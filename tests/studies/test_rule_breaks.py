@@ -13,18 +13,20 @@ from django.urls import reverse
 
 from annotator.studies.models import Annotation, AnnotationLabel
 from annotator.studies.services import next_assignment, submit_annotation
+from annotator.studies.usage import StudyLabelUsage
 from taxonomy_app.models import Category, CodebookVersion, Facet
 from taxonomy_app.rules import violations
 from taxonomy_app.services import archive_category, start_draft
 from taxonomy_app.services.rules import (
     SHOWN,
     add_rule,
+    codes_per_facet,
     delete_rule,
     rule_breaks,
     version_facet_infos,
     version_rules,
 )
-from taxonomy_app.usage import SubmittedLabels, label_usage
+from taxonomy_app.usage import RuleCheck, SubmittedLabels, label_usage
 from tests.studies.factories import World, make_world
 
 
@@ -193,13 +195,30 @@ def test_the_page_ignores_a_page_number_it_cannot_read(client, ruled):
     assert 'id="rule-1"' in response.content.decode()
 
 
-def test_each_rule_is_one_count_and_one_page_whatever_the_annotations(
-    ruled, django_assert_max_num_queries
-):
+def test_every_rule_is_checked_in_one_statement(ruled, django_assert_max_num_queries):
     world, draft = ruled
     rules = draft.rules.count()
 
-    # the version's rules, facets, categories and codes per facet (4); per rule a count and a
-    # page (the owned studies are a subquery); the listed annotations' labels (1)
-    with django_assert_max_num_queries(4 + 2 * rules + 1):
+    # the version's rules, facets, categories and codes per facet (4); one statement for every
+    # rule; the listed annotations and their labels (2)
+    assert rules > 5
+    with django_assert_max_num_queries(4 + 1 + 2):
         rule_breaks(version=draft, viewer=world.owner)
+
+
+def test_the_sql_statement_answers_as_the_orm_queries_it_replaces(ruled):
+    world, draft = ruled
+    usage = StudyLabelUsage()
+    infos = version_facet_infos(draft)
+    codes = codes_per_facet(draft.codebook_id)
+    checks = [
+        RuleCheck(rule, infos[rule.facet].groups, codes=codes.get(rule.facet, 0), offset=offset)
+        for rule in version_rules(draft)
+        for offset in (0, 3)
+    ]
+    versions = [draft.pk, world.version.pk]
+
+    by_sql = usage.rule_breaks(versions, checks, world.owner, shown=5)
+
+    assert by_sql == usage._rule_breaks_by_orm(versions, checks, world.owner, shown=5)
+    assert any(count > 5 for count, _ in by_sql)
