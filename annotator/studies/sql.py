@@ -501,7 +501,8 @@ def rule_breaks(
     annotation and rule: a minute for the ten rules of the seed codebook at 100,000 items."""
     if not predicates:
         return []
-    columns, params = [], []
+    columns: list[str] = []
+    params: list[Any] = []
     for predicate, offset in zip(predicates, offsets, strict=True):
         columns.append(f"count(*) FILTER (WHERE {predicate.sql})")
         columns.append(
@@ -510,7 +511,13 @@ def rule_breaks(
         )
         params += predicate.params + predicate.params
     sql = _RULE_SCOPE.format(columns=", ".join(columns))
-    scope = [Annotation.Status.SUBMITTED, list(version_ids), owner_id, Membership.Role.OWNER, SEP]
+    scope: list[Any] = [
+        Annotation.Status.SUBMITTED,
+        list(version_ids),
+        owner_id,
+        Membership.Role.OWNER,
+        SEP,
+    ]
     with connection.cursor() as cursor:
         cursor.execute(sql, scope + params)
         row = cursor.fetchone()
