@@ -11,12 +11,14 @@ The class is instantiated without arguments and implements `LabelUsage`. Unset, 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Mapping
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from django.conf import settings
 from django.utils.module_loading import import_string
+
+from .rules import Rule
 
 DEFAULT = "taxonomy_app.usage.NoLabelUsage"
 
@@ -30,6 +32,21 @@ class SubmittedLabels:
     item: str  # what a person reads, e.g. "deepspeedai/DeepSpeed#12"
     url: str  # the item's page
     labels: Mapping[str, tuple[str, ...]]  # facet key → category codes
+
+
+@dataclass(frozen=True)
+class RuleCheck:
+    """One rule to check submitted annotations against, as `rules.violations` would: `groups`
+    are the codes its facet's groups have in the version the rule belongs to (what `leaf_only`
+    refuses); `codes` how many different codes the facet has across the codebook's versions
+    (a label set holds at most these: a label's category is one of its facet's, in the version
+    it was made with or one its labels were carried over to); `offset` is where the listed
+    annotations start (0: the first)."""
+
+    rule: Rule
+    groups: frozenset[str] = frozenset()
+    codes: int = 0
+    offset: int = 0
 
 
 class LabelUsage(Protocol):
@@ -53,6 +70,15 @@ class LabelUsage(Protocol):
         only: labels (and their counts) are for the owners of the studies they come from."""
         ...
 
+    def rule_breaks(
+        self, version_ids: Collection[int], checks: Sequence[RuleCheck], viewer: Any, *, shown: int
+    ) -> list[tuple[int, list[SubmittedLabels]]]:
+        """Per check, in order: how many of `submitted_labels(version_ids, viewer)` break its
+        rule, and `shown` of those from the check's offset, in the order `submitted_labels`
+        lists them. The same answer as checking each with `rules.violations`, without reading
+        every label set."""
+        ...
+
 
 class NoLabelUsage:
     """What taxonomy_app assumes while no app stores labels: none use anything."""
@@ -68,6 +94,11 @@ class NoLabelUsage:
 
     def submitted_labels(self, version_ids: Collection[int], viewer: Any) -> list[SubmittedLabels]:
         return []
+
+    def rule_breaks(
+        self, version_ids: Collection[int], checks: Sequence[RuleCheck], viewer: Any, *, shown: int
+    ) -> list[tuple[int, list[SubmittedLabels]]]:
+        return [(0, []) for _ in checks]
 
 
 def label_usage() -> LabelUsage:

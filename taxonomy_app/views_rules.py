@@ -54,10 +54,21 @@ def rule_delete(request: HttpRequest, pk: int) -> HttpResponse:
 
 def version_rule_breaks(request: HttpRequest, pk: int) -> HttpResponse:
     """The submitted annotations breaking this version's rules, with counts per rule: of the
-    studies the signed-in user owns only (nobody else's labels are counted or listed)."""
+    studies the signed-in user owns only (nobody else's labels are counted or listed).
+    `?rule=N&page=P` turns rule N's list (from 1) to page P; the others show their first."""
     version = get_object_or_404(
         CodebookVersion.objects.select_related("codebook", "based_on"), pk=pk
     )
-    breaks = rule_breaks(version=version, viewer=request.user)
+    rule, page = _number(request.GET.get("rule")), _number(request.GET.get("page"))
+    pages = {rule - 1: page} if rule and page else {}
+    breaks = rule_breaks(version=version, viewer=request.user, pages=pages)
     context = {"version": version, "breaks": breaks, "total": sum(b.count for b in breaks)}
     return render(request, "taxonomy_app/rule_breaks.html", context)
+
+
+def _number(value: str | None) -> int | None:
+    """A page or rule number of the query string (from 1); None for anything else."""
+    text = (value or "").strip()
+    if not (text.isascii() and text.isdigit()) or len(text) > 9 or int(text) < 1:
+        return None
+    return int(text)

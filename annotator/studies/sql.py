@@ -14,7 +14,7 @@ replaces, on PostgreSQL and on SQLite (the demo).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -22,7 +22,7 @@ from django.db import connection
 
 from annotator.issues.models import Issue, IssueComment, Repository
 from annotator.sql import Columns, Table, insert, lock_clause, replace_rows
-from taxonomy_app.models import CodebookVersion
+from taxonomy_app.models import Category, CodebookVersion, Facet
 
 from .models import (
     Annotation,
@@ -418,3 +418,107 @@ def analyze_items() -> None:
         return
     with connection.cursor() as cursor:
         cursor.execute(f"ANALYZE {Table(Item).bare()}")
+
+
+# --- rule breaks ------------------------------------------------------------------------------
+SEP = "\x1f"  # between a facet key and a code in a label set's pairs (neither holds it)
+
+
+class RulePredicate(NamedTuple):
+    """A rule as a condition on one annotation's label set, over `f` (its facet keys) and `p`
+    (its distinct "facet key SEP code" pairs), with its parameters."""
+
+    sql: str
+    params: list[Any]
+
+
+def has_facet(facet: str) -> RulePredicate:
+    return RulePredicate("t.f @> ARRAY[%s]::text[]", [facet])
+
+
+def has_code(facet: str, codes: Collection[str]) -> RulePredicate:
+    return RulePredicate("t.p && %s::text[]", [[f"{facet}{SEP}{code}" for code in codes]])
+
+
+def more_codes_than(facet: str, most: int, codes: Collection[str] | None = None) -> RulePredicate:
+    """More than `most` different codes in `facet` (of `codes`, when given)."""
+    if codes is None:
+        return RulePredicate(
+            "(SELECT count(*) FROM unnest(t.p) e WHERE starts_with(e, %s)) > %s",
+            [f"{facet}{SEP}", most],
+        )
+    pairs = [f"{facet}{SEP}{code}" for code in codes]
+    return RulePredicate(
+        "(SELECT count(*) FROM unnest(t.p) e WHERE e = ANY(%s)) > %s", [pairs, most]
+    )
+
+
+def both(
+    first: RulePredicate, second: RulePredicate, *, negate_second: bool = False
+) -> RulePredicate:
+    second_sql = f"NOT ({second.sql})" if negate_second else f"({second.sql})"
+    return RulePredicate(f"({first.sql}) AND {second_sql}", first.params + second.params)
+
+
+def either(first: RulePredicate, second: RulePredicate) -> RulePredicate:
+    return RulePredicate(f"({first.sql}) OR ({second.sql})", first.params + second.params)
+
+
+_n, _a2, _i2 = Table(Annotation, "n"), Table(Assignment, "a"), Table(Item, "i")
+_lb, _fc, _ct = Table(AnnotationLabel, "l"), Table(Facet, "fc"), Table(Category, "ct")
+_RULE_SCOPE = f"""
+WITH scope AS MATERIALIZED (
+    SELECT {_n.id} AS id, {_i2.study} AS study
+    FROM {_n} JOIN {_a2} ON {_a2.id} = {_n.assignment} JOIN {_i2} ON {_i2.id} = {_a2.item}
+    WHERE {_n.status} = %s AND {_n.codebook_version} = ANY(%s) AND {_i2.study} IN (
+        SELECT {_m.study} FROM {_m} WHERE {_m.user} = %s AND {_m.role} = %s)
+), sets AS (
+    SELECT {_lb.annotation} AS id, array_agg(DISTINCT {_fc.key}::text) AS f,
+        array_agg(DISTINCT {_fc.key} || %s || {_ct.code}) AS p
+    FROM {_lb} JOIN scope ON scope.id = {_lb.annotation}
+    JOIN {_fc} ON {_fc.id} = {_lb.facet} JOIN {_ct} ON {_ct.id} = {_lb.category}
+    GROUP BY {_lb.annotation}
+)
+SELECT {{columns}} FROM (
+    SELECT scope.id, scope.study,
+        coalesce(sets.f, '{{{{}}}}') AS f, coalesce(sets.p, '{{{{}}}}') AS p
+    FROM scope LEFT JOIN sets ON sets.id = scope.id
+) t"""
+
+
+def rule_breaks(
+    version_ids: Sequence[int],
+    owner_id: int,
+    predicates: Sequence[RulePredicate],
+    offsets: Sequence[int],
+    shown: int,
+) -> list[tuple[int, list[int]]]:
+    """Per predicate: how many submitted annotations made with these versions, in the studies
+    `owner_id` owns, meet it, and the ids of `shown` of them from its offset (by study, then
+    id). Why SQL: each annotation's label set is read once, as two arrays, and every rule is
+    checked on them in one pass; the ORM's form (a join over the labels per rule,
+    `StudyLabelUsage._rule_breaks_by_orm`) made PostgreSQL probe the labels once per
+    annotation and rule: a minute for the ten rules of the seed codebook at 100,000 items."""
+    if not predicates:
+        return []
+    columns: list[str] = []
+    params: list[Any] = []
+    for predicate, offset in zip(predicates, offsets, strict=True):
+        columns.append(f"count(*) FILTER (WHERE {predicate.sql})")
+        columns.append(
+            f"(array_agg(t.id ORDER BY t.study, t.id) FILTER (WHERE {predicate.sql}))"
+            f"[{int(offset) + 1}:{int(offset) + int(shown)}]"
+        )
+        params += predicate.params + predicate.params
+    sql = _RULE_SCOPE.format(columns=", ".join(columns))
+    scope: list[Any] = [
+        Annotation.Status.SUBMITTED,
+        list(version_ids),
+        owner_id,
+        Membership.Role.OWNER,
+        SEP,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, scope + params)
+        row = cursor.fetchone()
+    return [(int(row[2 * n]), list(row[2 * n + 1] or [])) for n in range(len(predicates))]

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Mapping
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from typing import Any
 
-from django.db import transaction
-from django.db.models import Count
+from django.db import connection, transaction
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.urls import reverse
 
 from taxonomy_app.models import Category
-from taxonomy_app.usage import SubmittedLabels
+from taxonomy_app.usage import RuleCheck, SubmittedLabels
 
+from . import sql
 from .models import Annotation, AnnotationLabel, Membership
 
 
@@ -91,3 +92,176 @@ class StudyLabelUsage:
             )
             for pk, item, study, owner, name, number in heads
         ]
+
+    def rule_breaks(
+        self, version_ids: Collection[int], checks: Sequence[RuleCheck], viewer: Any, *, shown: int
+    ) -> list[tuple[int, list[SubmittedLabels]]]:
+        """Per check: how many submitted annotations made with these versions, in the studies
+        `viewer` owns, break its rule, and `shown` of them (by study, then annotation) from
+        the check's offset. On PostgreSQL one statement checks every rule (`sql.rule_breaks`),
+        then one query reads the listed annotations and one their labels."""
+        if not getattr(viewer, "is_authenticated", False):
+            return [(0, []) for _ in checks]
+        if connection.vendor != "postgresql":
+            return self._rule_breaks_by_orm(version_ids, checks, viewer, shown=shown)
+        predicates = [_predicate(check) for check in checks]
+        live = [n for n, predicate in enumerate(predicates) if predicate is not None]
+        found = sql.rule_breaks(
+            list(version_ids),
+            viewer.pk,
+            [p for p in predicates if p is not None],
+            [checks[n].offset for n in live],
+            shown,
+        )
+        by_check: dict[int, tuple[int, list[int]]] = dict(zip(live, found, strict=True))
+        listed = {pk for _, ids in found for pk in ids}
+        heads = {
+            row[0]: row for row in Annotation.objects.filter(pk__in=listed).values_list(*_HEAD)
+        }
+        labels = _labels_of(listed)
+        out = []
+        for n in range(len(checks)):
+            count, ids = by_check.get(n, (0, []))
+            out.append((count, [_submitted_labels(heads[pk], labels) for pk in ids]))
+        return out
+
+    def _rule_breaks_by_orm(
+        self, version_ids: Collection[int], checks: Sequence[RuleCheck], viewer: Any, *, shown: int
+    ) -> list[tuple[int, list[SubmittedLabels]]]:
+        """`rule_breaks` with the ORM: per rule a count and a page, each a join over the labels
+        the rule looks at. Off PostgreSQL (the SQLite demo), and what tests hold `sql.rule_breaks`
+        equal to; at 100,000 items on PostgreSQL a minute for the seed codebook's ten rules."""
+        annotations = self._submitted(version_ids, viewer)
+        if annotations is None:
+            return [(0, []) for _ in checks]
+        broken = [_broken(check) for check in checks]
+        counts = [0 if q is None else annotations.filter(q).count() for q in broken]
+        ordered = annotations.order_by("assignment__item__study_id", "pk")
+        pages = [
+            list(ordered.filter(q)[check.offset : check.offset + shown].values_list(*_HEAD))
+            if q is not None and count > check.offset
+            else []
+            for check, q, count in zip(checks, broken, counts, strict=True)
+        ]
+        labels = _labels_of({row[0] for page in pages for row in page})
+        return [
+            (count, [_submitted_labels(row, labels) for row in page])
+            for count, page in zip(counts, pages, strict=True)
+        ]
+
+    def _submitted(self, version_ids: Collection[int], viewer: Any) -> QuerySet[Annotation] | None:
+        if not getattr(viewer, "is_authenticated", False):
+            return None
+        owned = Membership.objects.filter(user=viewer, role=Membership.Role.OWNER)
+        return Annotation.objects.filter(
+            status=Annotation.Status.SUBMITTED,
+            codebook_version_id__in=list(version_ids),
+            assignment__item__study_id__in=owned.values("study_id"),
+        )
+
+
+_HEAD = (
+    "pk",
+    "assignment__item_id",
+    "assignment__item__study__name",
+    "assignment__item__issue__repository__owner",
+    "assignment__item__issue__repository__name",
+    "assignment__item__issue__number",
+)
+
+
+def _labels_of(annotation_ids: Collection[int]) -> dict[int, dict[str, list[str]]]:
+    labels: dict[int, dict[str, list[str]]] = {}
+    rows = AnnotationLabel.objects.filter(annotation_id__in=list(annotation_ids)).order_by()
+    for pk, key, code in rows.values_list("annotation_id", "facet__key", "category__code"):
+        labels.setdefault(pk, {}).setdefault(key, []).append(code)
+    return labels
+
+
+def _submitted_labels(
+    row: tuple[Any, ...], labels: Mapping[int, Mapping[str, list[str]]]
+) -> SubmittedLabels:
+    pk, item, study, owner, name, number = row
+    return SubmittedLabels(
+        annotation=pk,
+        study=study,
+        item=f"{owner}/{name}#{number}",
+        url=reverse("studies:item", args=[item]),
+        labels={key: tuple(codes) for key, codes in labels.get(pk, {}).items()},
+    )
+
+
+def _in(facet: str, codes: Collection[str] | None = None) -> Exists:
+    """The annotation has a label in `facet` (with one of `codes`, when given)."""
+    labels = AnnotationLabel.objects.filter(annotation=OuterRef("pk"), facet__key=facet)
+    return Exists(labels if codes is None else labels.filter(category__code__in=list(codes)))
+
+
+def _more_than(facet: str, most: int, codes: Collection[str] | None = None) -> Q:
+    """The annotation has more than `most` different codes in `facet` (of `codes`, when
+    given)."""
+    labels = AnnotationLabel.objects.filter(facet__key=facet)
+    if codes is not None:
+        labels = labels.filter(category__code__in=list(codes))
+    many = (
+        labels.order_by()
+        .values("annotation")
+        .annotate(n=Count("category__code", distinct=True))
+        .filter(n__gt=most)
+    )
+    return Q(pk__in=many.values("annotation"))
+
+
+def _broken(check: RuleCheck) -> Q | None:
+    """The annotations breaking the rule, as `taxonomy_app.rules.violations` decides it on one
+    label set; None where no label set can break it."""
+    rule = check.rule
+    if rule.kind in ("requires", "forbids"):
+        if rule.when_facet is not None and not rule.when_categories:
+            return None  # a condition no label set meets
+        trigger = Q() if rule.when_facet is None else Q(_in(rule.when_facet, rule.when_categories))
+        return trigger & (~Q(_in(rule.facet)) if rule.kind == "requires" else Q(_in(rule.facet)))
+    if rule.kind == "leaf_only":
+        groups = check.groups - set(rule.categories)
+        return Q(_in(rule.facet, groups)) if groups else None
+    if rule.kind == "exclusive":
+        twice = {code for code in rule.categories if rule.categories.count(code) > 1}
+        codes = set(rule.categories)
+        either = _more_than(rule.facet, 1, codes) if len(codes) > 1 else None
+        repeated = Q(_in(rule.facet, twice)) if twice else None
+        if either is not None and repeated is not None:
+            return either | repeated
+        return either or repeated
+    if rule.kind == "max_choices" and rule.max_choices and check.codes > rule.max_choices:
+        return _more_than(rule.facet, rule.max_choices)
+    return None
+
+
+def _predicate(check: RuleCheck) -> sql.RulePredicate | None:
+    """The rule as `sql.rule_breaks` checks it (as `_broken` does with the ORM); None where no
+    label set can break it."""
+    rule = check.rule
+    if rule.kind in ("requires", "forbids"):
+        if rule.when_facet is not None and not rule.when_categories:
+            return None
+        own = sql.has_facet(rule.facet)
+        if rule.when_facet is None:
+            return (
+                own if rule.kind == "forbids" else sql.RulePredicate(f"NOT ({own.sql})", own.params)
+            )
+        trigger = sql.has_code(rule.when_facet, rule.when_categories)
+        return sql.both(trigger, own, negate_second=rule.kind == "requires")
+    if rule.kind == "leaf_only":
+        groups = check.groups - set(rule.categories)
+        return sql.has_code(rule.facet, sorted(groups)) if groups else None
+    if rule.kind == "exclusive":
+        twice = sorted({code for code in rule.categories if rule.categories.count(code) > 1})
+        codes = sorted(set(rule.categories))
+        two = sql.more_codes_than(rule.facet, 1, codes) if len(codes) > 1 else None
+        repeated = sql.has_code(rule.facet, twice) if twice else None
+        if two is not None and repeated is not None:
+            return sql.either(two, repeated)
+        return two or repeated
+    if rule.kind == "max_choices" and rule.max_choices and check.codes > rule.max_choices:
+        return sql.more_codes_than(rule.facet, rule.max_choices)
+    return None

@@ -237,3 +237,40 @@ def test_the_page_s_query_count_does_not_grow_with_the_items(client, items):
     with CaptureQueriesContext(connection) as queries:
         assert client.get(url).status_code == 200
     assert len(queries) == PAGE_QUERY_COUNT, [q["sql"][:90] for q in queries]
+
+
+def drift_with_every_label_read(world: World, size: int) -> dict:
+    """`round_drift` as it was before a round without a window skipped the label tables."""
+    from annotator.agreement.drift import FacetRows, drift
+    from annotator.agreement.labels import load_label_table
+    from annotator.agreement.services import study_threshold
+
+    labels = load_label_table(
+        study_id=world.study.pk, version=world.study.codebook_version, round_id=world.round.pk
+    )
+    facets = [FacetRows(f.key, f.name, f.kind, f.table, list(f.items)) for f in labels.facets]
+    result = drift(
+        [],
+        facets,
+        size=size,
+        threshold=study_threshold(world.study),
+        version_names={world.version.pk: f"v{world.version.number}"},
+        current_version=world.version.pk,
+    )
+    return {"study": world.study.pk, "round": world.round.number, **result}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("pairable", [0, MIN_WINDOW - 1])
+def test_a_round_without_a_window_reads_no_labels_and_shows_the_same(pairable):
+    world = drift_world(items=8, drop_after=None)
+    undated = Annotation.objects.filter(assignment__item__round=world.round)
+    dated_items = Item.objects.filter(round=world.round).order_by("pk")[:pairable]
+    undated.exclude(assignment__item__in=list(dated_items)).update(submitted_at=None)
+
+    with CaptureQueriesContext(connection) as queries:
+        report = round_drift(study=world.study, round=world.round)
+
+    assert report["windows"] == [] and report["pairable_items"] == pairable
+    assert {**report, "pairable_items": 0} == drift_with_every_label_read(world, 10)
+    assert not any("annotationlabel" in q["sql"] for q in queries)
