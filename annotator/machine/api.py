@@ -135,6 +135,9 @@ class EstimateOutput(serializers.Serializer[dict[str, int]]):
     items = serializers.IntegerField()
     calls = serializers.IntegerField()
     prompt_tokens = serializers.IntegerField(help_text="estimated as characters / 4")
+    sampled = serializers.IntegerField(
+        help_text="items whose prompts were built: all, or 500 drawn at random and scaled up"
+    )
 
 
 class EstimateApi(APIView):

@@ -21,7 +21,7 @@ import openai
 from django.conf import settings
 from django.db import transaction
 
-from annotator.issues.models import IssueComment
+from annotator.issues.models import Issue, IssueComment
 from annotator.jobs import claim_job, finish_job, job_heartbeat, report_progress
 from annotator.studies.codebook import CodebookSchema, codebook_schema
 from annotator.studies.models import Item, Round, Study
@@ -172,17 +172,62 @@ def _create_run(
     )
 
 
+# An estimate builds the prompts of at most this many items (a seeded random sample of the run's
+# items) and scales their tokens to all: building every prompt of a 100,000-item round took
+# seconds, and the figure is an estimate (characters / 4) either way.
+ESTIMATE_SAMPLE = 500
+
+
 def estimate(rater: MachineRater, round: Round, sample_size: int | None = None) -> dict[str, int]:
     """Calls and prompt tokens a run would spend (tokens estimated as characters / 4), before
-    it starts: every item's prompt is built, nothing is sent."""
+    it starts: the prompts are built, nothing is sent. `sampled` is how many items' prompts were
+    built: all of them, or ESTIMATE_SAMPLE drawn at random (seed 0) with the mean scaled up."""
     schema = codebook_schema(rater.study.codebook_version)
-    items = run_items(round, sample_size, None)
+    ids = run_item_ids(round, sample_size, None)
+    built = ids if len(ids) <= ESTIMATE_SAMPLE else simple_sample(ids, ESTIMATE_SAMPLE, 0)
     tokens = 0
-    for item in items:
-        sent, _ = prompt.messages(schema, _thread(item), rater.token_budget)
+    for thread in _threads(built):
+        sent, _ = prompt.messages(schema, thread, rater.token_budget)
         tokens += sum(prompt.estimate_tokens(m["content"]) for m in sent)
-    calls = len(items) * rater.samples
-    return {"items": len(items), "calls": calls, "prompt_tokens": tokens * rater.samples}
+    scaled = int(tokens * len(ids) / len(built) + 0.5) if built else 0  # rounded half up
+    return {
+        "items": len(ids),
+        "calls": len(ids) * rater.samples,
+        "prompt_tokens": scaled * rater.samples,
+        "sampled": len(built),
+    }
+
+
+def run_item_ids(round: Round, sample_size: int | None, seed: int | None) -> list[int]:
+    """The ids of the items a run asks about, as `run_items` chooses them."""
+    ids = list(Item.objects.filter(round=round).order_by("position").values_list("pk", flat=True))
+    if sample_size is None:
+        return ids
+    chosen = set(simple_sample(ids, sample_size, seed or 0))
+    return [pk for pk in ids if pk in chosen]
+
+
+def _threads(item_ids: list[int]) -> list[prompt.Thread]:
+    """The threads of these items, in two queries (issues, then every comment of them)."""
+    issues = dict(Item.objects.filter(pk__in=item_ids).values_list("pk", "issue_id").order_by())
+    texts = {
+        i["pk"]: i
+        for i in Issue.objects.filter(pk__in=set(issues.values())).values("pk", "title", "body")
+    }
+    comments: dict[int, list[str]] = {}
+    bodies = IssueComment.objects.filter(issue_id__in=set(issues.values()))
+    for issue_id, body in bodies.order_by("issue_id", "created_at", "pk").values_list(
+        "issue_id", "body"
+    ):
+        comments.setdefault(issue_id, []).append(body)
+    return [
+        prompt.Thread(
+            title=texts[issues[pk]]["title"],
+            body=texts[issues[pk]]["body"],
+            comments=comments.get(issues[pk], []),
+        )
+        for pk in item_ids
+    ]
 
 
 def invalid_rate(counts: dict[str, int]) -> float | None:

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotator.machine import prompt
+from annotator.issues.models import IssueComment
+from annotator.machine import prompt, services
 from annotator.machine.models import MachineCall, MachineRun
 from annotator.machine.services import (
     MachineError,
@@ -21,7 +22,9 @@ from annotator.machine.services import (
     run_machine_run,
     start_run,
 )
+from annotator.studies.codebook import codebook_schema
 from annotator.studies.models import Assignment, Item
+from annotator.studies.sampling import simple_sample
 from tests.machine.fake_llm import MODEL, RETURNED, FakeLLM, completion, error, title_of
 from tests.studies.factories import World, make_world
 
@@ -219,6 +222,40 @@ def test_the_estimate_counts_calls_and_tokens_before_a_run():
         figures = estimate(rater, world.round)
         assert not fake.requests  # nothing is sent
     assert figures["items"] == 3 and figures["calls"] == 6 and figures["prompt_tokens"] > 0
+
+
+def test_the_estimate_builds_every_prompt_up_to_its_sample_then_scales_a_sample(
+    monkeypatch, django_assert_max_num_queries
+):
+    world = make_world(items=5)
+    IssueComment.objects.create(issue=world.issues[0], key="c1", body="x" * 400)
+    with FakeLLM(always(GOOD)) as fake:
+        rater = rater_for(world, fake, samples=2)
+        whole = estimate(rater, world.round)
+        monkeypatch.setattr(services, "ESTIMATE_SAMPLE", 2)
+        with django_assert_max_num_queries(8):
+            part = estimate(rater, world.round)
+    schema = codebook_schema(world.study.codebook_version)
+
+    def tokens(item: Item) -> int:
+        thread = prompt.Thread(
+            item.issue.title,
+            item.issue.body,
+            list(item.issue.comments.order_by("created_at", "pk").values_list("body", flat=True)),
+        )
+        sent, _ = prompt.messages(schema, thread, rater.token_budget)
+        return sum(prompt.estimate_tokens(m["content"]) for m in sent)
+
+    by_id = {i.pk: tokens(i) for i in Item.objects.filter(round=world.round)}
+    assert whole == {
+        "items": 5,
+        "calls": 10,
+        "prompt_tokens": 2 * sum(by_id.values()),
+        "sampled": 5,
+    }
+    drawn = simple_sample(sorted(by_id), 2, 0)
+    scaled = int(sum(by_id[pk] for pk in drawn) * 5 / 2 + 0.5)
+    assert part == {"items": 5, "calls": 10, "prompt_tokens": 2 * scaled, "sampled": 2}
 
 
 def test_without_a_server_the_feature_refuses_to_start(settings):
