@@ -33,6 +33,7 @@ from annotator.studies.services import (
 )
 from annotator.studies.services.progress import (
     AnnotatorRow,
+    Progress,
     RoundRow,
     annotator_share,
     annotator_shares,
@@ -246,6 +247,18 @@ def test_a_marked_duplicate_leaves_the_dashboard_and_progress_counts(client):
     # The same as the old computation over the study without the item.
     Item.objects.filter(pk=item.pk).delete()
     assert as_dicts(list(after.values())) == old_figures(world.study)
+
+
+def test_the_study_pages_round_figures_leave_a_marked_duplicate_out():
+    world = planted(rounds=2)
+    before = rounds_progress(study=world.study)
+    item = duplicate_item(world)
+    after = rounds_progress(study=world.study)
+    was, now = before[item.round_id], after[item.round_id]
+    assert now == Progress(done=was.done - item.submitted_count, total=was.total - item.quota)
+    assert {k: v for k, v in after.items() if k != item.round_id} == {
+        k: v for k, v in before.items() if k != item.round_id
+    }
 
 
 def test_the_dashboard_and_the_api_say_how_many_duplicates_were_left_out(client):

@@ -176,10 +176,12 @@ def round_progress(*, round_id: int, max_age: int = 0) -> Progress:
 def rounds_progress(*, study: Study) -> dict[int, Progress]:
     """`round_progress` of the study's rounds that hold items, by round id, exact: one grouped
     query over its items instead of one per round (the study page). A round without items is
-    absent (its progress is 0 / 0)."""
+    absent (its progress is 0 / 0). Items whose issue is a marked near-duplicate (not included
+    anyway) are left out, as on the dashboard."""
     return {
         row["round_id"]: Progress(done=row["done"] or 0, total=row["total"] or 0)
         for row in Item.objects.filter(study=study)
+        .exclude(duplicate_of_study(study, "issue_id"))
         .values("round_id")
         .annotate(done=Sum("submitted_count"), total=Sum("quota"))
         .order_by()
