@@ -199,7 +199,8 @@ def estimate(rater: MachineRater, round: Round, sample_size: int | None = None) 
 
 
 def run_item_ids(round: Round, sample_size: int | None, seed: int | None) -> list[int]:
-    """The ids of the items a run asks about, as `run_items` chooses them."""
+    """The ids of the items a run asks about, in position order: all of the round's, or a
+    seeded simple random sample of `sample_size` of them."""
     ids = list(Item.objects.filter(round=round).order_by("position").values_list("pk", flat=True))
     if sample_size is None:
         return ids
@@ -237,11 +238,10 @@ def invalid_rate(counts: dict[str, int]) -> float | None:
 
 
 def run_items(round: Round, sample_size: int | None, seed: int | None) -> list[Item]:
-    items = list(Item.objects.filter(round=round).select_related("issue").order_by("position"))
-    if sample_size is None:
-        return items
-    chosen = set(simple_sample([i.pk for i in items], sample_size, seed or 0))
-    return [i for i in items if i.pk in chosen]
+    """The items a run asks about, in their order: `run_item_ids`' items with their issues."""
+    ids = run_item_ids(round, sample_size, seed)
+    items = Item.objects.filter(pk__in=ids).select_related("issue").order_by("position")
+    return list(items)
 
 
 @dataclass
