@@ -9,4 +9,4 @@ RUN uv sync --frozen --no-dev --python python3
 COPY . .
 RUN DJANGO_SECRET_KEY=build python manage.py collectstatic --noinput
 EXPOSE 8000
-CMD ["gunicorn", "annotator.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3"]
+CMD ["gunicorn", "annotator.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--preload"]

@@ -9,6 +9,7 @@ per format, API version and language, and answers later requests with them.
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
@@ -17,6 +18,8 @@ from django.utils import translation
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
+
+logger = logging.getLogger(__name__)
 
 # A client may vary the negotiated media type (`; indent=2`…): past this many variants the
 # document is rendered per request again rather than kept.
@@ -57,6 +60,22 @@ class CachedSchemaView(SpectacularAPIView):
         return HttpResponse(
             content, content_type=content_type, headers={"Content-Disposition": disposition}
         )
+
+
+def render_ahead() -> None:
+    """Render the document now, in the two forms asked for (YAML, what a client that names no
+    type gets, and JSON, what Swagger UI asks for with `?format=json`), so that no request waits
+    for it: the server calls this as a process starts (wsgi.py). A failure here is left for the
+    first request to meet and report."""
+    from django.test import RequestFactory
+
+    factory = RequestFactory()
+    view = CachedSchemaView.as_view()
+    for query in ({}, {"format": "json"}):
+        try:
+            view(factory.get("/api/schema/", query))
+        except Exception:  # the request path renders it again and reports the error
+            logger.exception("The API document could not be rendered ahead")
 
 
 def forget_schema() -> None:

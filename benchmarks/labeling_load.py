@@ -354,7 +354,7 @@ def summarize(stats: Stats, elapsed: float, think: float) -> dict[str, Any]:
 
 def start_gunicorn(env: dict[str, str], port: int, workers: int) -> subprocess.Popen[bytes]:
     gunicorn = [str(ROOT / ".venv" / "bin" / "gunicorn"), "annotator.wsgi"]
-    options = ["-b", f"127.0.0.1:{port}", "-w", str(workers), "--backlog", "256"]
+    options = ["-b", f"127.0.0.1:{port}", "-w", str(workers), "--backlog", "256", "--preload"]
     server = subprocess.Popen([*gunicorn, *options, "--log-level", "warning"], cwd=ROOT, env=env)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

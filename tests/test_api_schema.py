@@ -6,7 +6,7 @@ import pytest
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.views import SpectacularAPIView
 
-from annotator.api_schema import forget_schema
+from annotator.api_schema import forget_schema, render_ahead
 
 FORMATS = {
     "yaml": "application/vnd.oai.openapi",
@@ -65,3 +65,18 @@ def test_schema_head_answers_like_get(client):
     head = client.head("/api/schema/")
     assert head.status_code == 200
     assert head["Content-Type"] == get["Content-Type"]
+
+
+@pytest.mark.django_db
+def test_schema_rendered_ahead_serves_the_first_requests(client, generations):
+    """What the server renders as a process starts is what the first requests get: the default
+    (a client naming no type, as a browser or curl) and Swagger UI's `?format=json`."""
+    render_ahead()
+    assert len(generations) == 2
+
+    yaml_doc = client.get("/api/schema/")
+    json_doc = client.get("/api/schema/", {"format": "json"})
+    assert yaml_doc.status_code == json_doc.status_code == 200
+    assert yaml_doc["Content-Type"].startswith(FORMATS["yaml"])
+    assert "/api/studies/{study_id}/queue/" in json_doc.json()["paths"]
+    assert len(generations) == 2
