@@ -46,6 +46,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT))
 
 import labeling_load as base  # noqa: E402 -- gunicorn and the keep-alive HTTP client
+import study_load  # noqa: E402 -- the Celery worker
 
 RESULTS = ROOT / "benchmarks" / "results" / "page_scale.json"
 DEFAULT_URL = "postgres://root@127.0.0.1:5432/annotator_bench_pages"
@@ -54,6 +55,8 @@ TARGET_SEARCH_P95_MS = 200
 TARGET_QUERIES = 50
 ROUTE_BUDGET_S = 30  # a route's requests stop once they have taken this long together
 GENERATOR = 2  # raised when the generated data changes shape: a kept database is then remade
+TOPUP = 1  # raised when `topup` adds to the data: a kept database gets the addition on reuse
+QUEUE = "bench_page_scale"  # its own queue: a test worker on the same Redis never takes its jobs
 REPOSITORIES = [("deepspeedai", "DeepSpeed"), ("NVIDIA", "Megatron-LM"),
                 ("hpcaitech", "ColossalAI"), ("pytorch", "pytorch")]  # fmt: skip
 ROLES = ("owner", "adjudicator", "annotator")  # who requests: the first of these a rule admits
@@ -218,6 +221,56 @@ def generate(issues: int, items: int) -> dict[str, Any]:
     step("scene", start)
     grown = _grow(scene, issues, items, step)
     return {"ids": scene.ids, "users": people, "timings": timings, **grown}
+
+
+def topup() -> dict[str, Any]:
+    """What the data gained after its first shape, applied to a new database and to a kept one
+    alike: the time each annotation was submitted (a real submit sets it; the drift page and the
+    time to resolution read it), one every 25 s in id order from 2 March 2026, which spreads the
+    study over about three months. Returns how long each part took."""
+    migrate()
+    from django.db import connection, transaction
+
+    from annotator.studies.models import Annotation
+
+    timings: dict[str, float] = {}
+    start = time.perf_counter()
+    table = connection.ops.quote_name(Annotation._meta.db_table)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET submitted_at = timestamptz '2026-03-02 09:00+00'"
+            " + id * interval '25 seconds' WHERE submitted_at IS NULL AND status = %s",
+            [Annotation.Status.SUBMITTED],
+        )
+        cursor.execute(f"ANALYZE {table}")
+    timings["submission times"] = round(time.perf_counter() - start, 1)
+    print(f"  submission times: {timings['submission times']} s", flush=True)
+    return {"topup": TOPUP, "topup_timings": timings}
+
+
+def settle(timeout: float = 1800) -> dict[str, Any]:
+    """Wait until no job is queued or running: the worker, when it starts, sends the jobs that
+    waited for a queue (the scene's near-duplicate pass does), which would otherwise run during
+    the measurement. Returns how many were waiting and how long they took."""
+    migrate()
+    from annotator.job_sweep import sweep_lost_jobs
+    from annotator.jobs import Job, job_models
+
+    kinds = job_models()
+    active = [Job.Status.QUEUED, Job.Status.RUNNING]
+    start = time.perf_counter()
+    first = None
+    while True:
+        sweep_lost_jobs()  # a job left running by a worker stopped in an earlier run
+        waiting = {
+            m.__name__: n for m in kinds if (n := m.objects.filter(status__in=active).count())
+        }
+        first = waiting if first is None else first
+        if not waiting or time.perf_counter() - start > timeout:
+            break
+        time.sleep(2)
+    return {"waited_for": first, "still_waiting": waiting,
+            "settle_s": round(time.perf_counter() - start, 1)}  # fmt: skip
 
 
 def _passwords(scene: Any) -> dict[str, str]:
@@ -595,7 +648,10 @@ def main() -> None:
     }  # fmt: skip
     env.pop("REDIS_URL", None)  # jobs of the generation run in-process
     # The production shape (docker-compose.yml): gunicorn keeps sessions and caches in Redis.
-    served = {**env, "REDIS_URL": os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/1")}
+    served = {
+        **env, "REDIS_URL": os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/1"),
+        "CELERY_QUEUE": QUEUE,
+    }  # fmt: skip
     name = url.rsplit("/", 1)[-1]  # one description of the generated data per database
     world_file = ROOT / "benchmarks" / "results" / f"page_scale_world.{name}.json"
     world_file.parent.mkdir(parents=True, exist_ok=True)
@@ -616,18 +672,32 @@ def main() -> None:
         print(f"Reusing the database of {args.issues:,} issues ({world_file.name})", flush=True)
         # The code may have moved on since the data was made: its new migrations apply first.
         child(env, "import page_scale as p; p.migrate(); print('{}')")
+    if world.get("topup") != TOPUP:
+        world.update(child(env, "import page_scale as p, json; print(json.dumps(p.topup()))"))
+        world_file.write_text(json.dumps(world))
     if args.generate_only:
         return
     code = f"import page_scale as p, json; w = json.load(open({str(world_file)!r})); "
     entries = child(env, code + "print(json.dumps(p.routes(w)))")
     if args.only:
         entries = [e for e in entries if re.search(args.only, e["route"])]
+    # The production shape has a worker beside the server: jobs a page starts run there.
+    data.mkdir(parents=True, exist_ok=True)
+    worker = study_load.start_worker(served, data / "worker.log", QUEUE)
     server = base.start_gunicorn(served, args.port, args.workers)
     try:
+        settled = child(served, "import page_scale as p, json; print(json.dumps(p.settle()))")
+        print(f"Jobs waiting at the start: {settled}", flush=True)
         rows = walk(args.port, world["users"], entries, args.requests)
     finally:
         server.terminate()
+        worker.terminate()
         server.wait(timeout=30)
+        try:
+            worker.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # a job still running: its row is left for the sweep
+            worker.kill()
+            worker.wait()
     entries_file = world_file.with_name(f"page_scale_entries.{name}.json")
     entries_file.write_text(json.dumps(entries))
     code += f"e = json.load(open({str(entries_file)!r})); "

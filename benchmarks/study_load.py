@@ -334,13 +334,13 @@ def run_phase(
     return {k: v for k, v in summary.items() if not (isinstance(v, dict) and not v["n"])}, jobs
 
 
-def start_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    """A Celery worker (solo pool) on the benchmark's queue; waits until it says it is ready."""
+def start_worker(env: dict[str, str], log: Path, queue: str = QUEUE) -> subprocess.Popen[bytes]:
+    """A Celery worker (solo pool) on a benchmark's queue; waits until it says it is ready."""
     handle = log.open("wb")
     celery = [str(ROOT / ".venv" / "bin" / "celery"), "-A", "annotator", "worker", "--pool=solo"]
     quiet = ["--without-heartbeat", "--without-gossip", "--without-mingle"]
     worker = subprocess.Popen(
-        [*celery, "-Q", QUEUE, "--loglevel=INFO", *quiet],
+        [*celery, "-Q", queue, "--loglevel=INFO", *quiet],
         cwd=ROOT,
         env=env,
         stdout=handle,
