@@ -21,6 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotator.api_pagination import EstimatedPagination
 from annotator.params import INT_MAX
 from annotator.studies.access import SEE_ALL, membership_or_404
 from annotator.studies.api import AnnotationOutput
@@ -207,9 +208,12 @@ class QueueApi(generics.ListAPIView):
 
 
 class DecisionListApi(generics.ListAPIView):
-    """Every decision of the study (owners and adjudicators)."""
+    """Every decision of the study (owners and adjudicators), in the items' order. `count` is
+    exact up to 10,000 decisions and the database's estimate past that (`count_is_estimate`)."""
 
     serializer_class = DecisionOutput
+    # Counting 100,000 decisions joined to their items took 110 to 145 ms on each page.
+    pagination_class = EstimatedPagination
 
     def get_queryset(self) -> QuerySet[Decision]:
         study = _membership(self.request, self.kwargs["study_id"], SEE_ALL).study

@@ -164,12 +164,19 @@ _p_label, _p_facet, _p_category = (
     Table(Category, "c"),
 )
 _C = 'COLLATE "C"'  # codes compare by code point, as Python compares str
+# A label set travels as one string, its sorted codes joined by U+0001: lower than any character
+# a code holds, so two joined sets compare (under "C") as their tuples of codes do, and a set of
+# label sets is one array.
+_SEP = "E'\\x01'"
 _CONFUSED_PAIRS = f"""
 WITH answer AS (
     SELECT {_p_item.id} AS item, {_p_round.number} AS round, {_p_facet.key} AS facet,
            max({_p_facet.order}) AS facet_order, max({_p_facet.name}) AS facet_name,
            max({_p_facet.kind}) AS kind,
-           array_agg(DISTINCT {_p_category.code} {_C} ORDER BY {_p_category.code} {_C}) AS codes
+           array_to_string(
+               array_agg(DISTINCT {_p_category.code} {_C} ORDER BY {_p_category.code} {_C}),
+               {_SEP}
+           ) AS codes
     FROM {_p_item}
     JOIN {_p_round} ON {_p_round.id} = {_p_item.round}
     JOIN {_p_agreement} ON {_p_agreement.item} = {_p_item.id}
@@ -184,19 +191,25 @@ WITH answer AS (
       AND (%(round)s::bigint IS NULL OR {_p_item.round} = %(round)s::bigint)
     GROUP BY {_p_item.id}, {_p_round.number}, {_p_facet.key}, {_p_annotation.id}
 ), chosen AS (
-    SELECT item, round, facet, codes, max(facet_order) AS facet_order,
-           max(facet_name) AS facet_name, max(kind) AS kind
-    FROM answer GROUP BY item, round, facet, codes
+    SELECT item, round, facet, max(facet_order) AS facet_order,
+           max(facet_name) AS facet_name, max(kind) AS kind,
+           array_agg(DISTINCT codes {_C} ORDER BY codes {_C}) AS sets
+    FROM answer GROUP BY item, round, facet
+    HAVING count(DISTINCT codes) > 1
 ), pair AS (
-    SELECT x.round, x.facet, max(x.facet_order) AS facet_order,
-           max(x.facet_name) AS facet_name, max(x.kind) AS kind,
-           x.codes AS a, y.codes AS b, count(*) AS n,
-           (array_agg(x.item ORDER BY x.item))[1:%(links)s] AS items
-    FROM chosen x
-    JOIN chosen y ON y.item = x.item AND y.facet = x.facet AND x.codes < y.codes {_C}
-    GROUP BY x.round, x.facet, x.codes, y.codes
+    SELECT round, facet, max(facet_order) AS facet_order,
+           max(facet_name) AS facet_name, max(kind) AS kind,
+           x.a, x.b, count(*) AS n,
+           (array_agg(item ORDER BY item))[1:%(links)s] AS items
+    FROM chosen CROSS JOIN LATERAL (
+        SELECT u.codes AS a, v.codes AS b
+        FROM unnest(chosen.sets) WITH ORDINALITY AS u(codes, at)
+        JOIN unnest(chosen.sets) WITH ORDINALITY AS v(codes, at) ON u.at < v.at
+    ) x
+    GROUP BY round, facet, x.a, x.b
 )
-SELECT round, facet, facet_order, facet_name, kind, a, b, n, items FROM (
+SELECT round, facet, facet_order, facet_name, kind,
+       string_to_array(a, {_SEP}), string_to_array(b, {_SEP}), n, items FROM (
     SELECT pair.*, row_number() OVER (
         PARTITION BY round, facet ORDER BY n DESC, a {_C}, b {_C}
     ) AS rank FROM pair
@@ -214,8 +227,14 @@ def confused_pairs(study_id: int, round_id: int | None, top: int, links: int) ->
 
     Why SQL: the ORM path reads one row per label of every disagreeing facet into Python (over
     300,000 at 100,000 items, seconds); here PostgreSQL builds the label sets and counts the pairs
-    and returns at most `top` rows per round and facet. PostgreSQL only (array_agg, arrays
-    compared under the "C" collation as Python compares tuples of str)."""
+    and returns at most `top` rows per round and facet. PostgreSQL only (array_agg, label sets
+    compared under the "C" collation as Python compares tuples of str).
+
+    Each item's different label sets in a facet are gathered into one array and paired within
+    it, rather than by joining the 140,000 (item, facet, set) rows of a 100,000-item study to
+    themselves, which sorted both sides on disk: 3.7-4.7 s → 2.5-3.4 s on 2 busy cores (load
+    6-8). What remains is mostly reading the 230,000 labels of the disagreeing facets and
+    building each annotation's set."""
     params = {
         "study": study_id,
         "round": round_id,

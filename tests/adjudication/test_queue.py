@@ -70,6 +70,34 @@ def test_labels_on_a_category_split_later_return_to_the_relabeling_queue(scene):
     assert not relabel_queue(study=scene.study).exists()
 
 
+def test_next_in_queue_is_the_first_entry_of_the_filtered_queue_or_none(scene):
+    symptom_only = label_next(scene, {"symptom": "hang"}, {"symptom": "oom"})  # 0.5
+    worst = label_next(
+        scene, {"symptom": "hang", "fix": ["version"]}, {"symptom": "oom", "fix": ["config"]}
+    )  # 1/3
+    label_next(scene, {"symptom": "hang"}, {"symptom": "hang"})  # decided by the rules
+    facets = {f.key: f.pk for f in scene.world.version.facets.all()}
+    round_id = scene.world.round.pk
+    for filters in (
+        {},
+        {"facet_id": facets["fix"]},
+        {"facet_id": facets["symptom"]},
+        {"round_id": round_id},
+        {"facet_id": facets["screening"]},
+    ):
+        first = disagreement_queue(study=scene.study, **filters).first()
+        assert next_in_queue(study=scene.study, **filters) == (first.item if first else None)
+    assert next_in_queue(study=scene.study, facet_id=facets["fix"]) == worst
+    assert next_in_queue(study=scene.study, facet_id=facets["screening"]) is None
+    labels = scene.world.labels(screening="relevant", symptom="oom")
+    adjudicate_item(item=worst, user=scene.adjudicator, labels=labels, reason="other", version=0)
+    assert next_in_queue(study=scene.study) == symptom_only
+    adjudicate_item(
+        item=symptom_only, user=scene.adjudicator, labels=labels, reason="other", version=0
+    )
+    assert next_in_queue(study=scene.study) is None
+
+
 def test_queue_ignores_other_studies(scene):
     label_next(scene, {"symptom": "hang"}, {"symptom": "oom"})
     IssueFactory()

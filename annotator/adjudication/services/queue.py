@@ -49,8 +49,14 @@ def _differs_or_unsure(study: Study, facet_id: int) -> Q:
 def next_in_queue(
     *, study: Study, facet_id: int | None = None, round_id: int | None = None
 ) -> Item | None:
-    entry = disagreement_queue(study=study, facet_id=facet_id, round_id=round_id).first()
-    return entry.item if entry else None
+    """The first item of the (filtered) disagreement queue, or None when it is empty.
+
+    Ids first (as adjudication/paging.py): the queue's order needs only the agreement, item and
+    round, so the first entry is found with those and the item alone is then read, rather than
+    each undecided item's issue (with its ~2 KB body) and repository joined before the sort."""
+    queue = disagreement_queue(study=study, facet_id=facet_id, round_id=round_id)
+    first = queue.select_related(None).values("item")[:1]
+    return Item.objects.filter(pk__in=first).first()
 
 
 def _split_after(label_category: str) -> Exists:
