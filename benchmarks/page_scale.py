@@ -689,12 +689,12 @@ def main() -> None:
     finally:
         server.terminate()
         worker.terminate()
-        server.wait(timeout=30)
-        try:
-            worker.wait(timeout=30)
-        except subprocess.TimeoutExpired:  # a job still running: its row is left for the sweep
-            worker.kill()
-            worker.wait()
+        for process in (server, worker):
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:  # a request or job still running
+                process.kill()
+                process.wait()
     entries_file = world_file.with_name(f"page_scale_entries.{name}.json")
     entries_file.write_text(json.dumps(entries))
     code += f"e = json.load(open({str(entries_file)!r})); "
