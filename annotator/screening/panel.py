@@ -9,7 +9,7 @@ from typing import Any
 
 from annotator.similarity.services import duplicate_issue_ids
 
-from .decisions import candidate_count, completion_order, screened_items
+from .decisions import ItemState, candidate_count, completion_order, screened_items
 from .models import RetrainJob, ScreeningAudit, ScreeningModel, ScreeningPlan
 from .stopping import StoppingTest, audits_needed, stopping_test
 
@@ -132,7 +132,7 @@ def screening_panel(plan: ScreeningPlan) -> Panel:
     for state in done:
         curve.append(curve[-1] + int(state.relevant))
     last = max((n for n, s in enumerate(done, start=1) if s.relevant), default=0)
-    audit, test = _audit(plan, {s.item_id: s for s in screened})
+    audit, test = _audit(plan, screened)
     included = sum(s.relevant for s in done)
     prisma = Prisma(
         candidates=candidates,
@@ -158,11 +158,12 @@ def screening_panel(plan: ScreeningPlan) -> Panel:
     )
 
 
-def _audit(plan: ScreeningPlan, by_id: dict[int, Any]) -> tuple[AuditState | None, Any]:
-    """The audit's state and test from the round's screened items (`by_id`: by item id)."""
+def _audit(plan: ScreeningPlan, states: list[ItemState]) -> tuple[AuditState | None, Any]:
+    """The audit's state and test from the round's screened items (`states`)."""
     audit = ScreeningAudit.objects.filter(round=plan.round).first()
     if audit is None:
         return None, None
+    by_id = {s.item_id: s for s in states}
     screened = [by_id[pk] for pk in audit.item_ids if pk in by_id]
     state = AuditState(
         seed=audit.seed,
