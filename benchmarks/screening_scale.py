@@ -1,10 +1,12 @@
 """A screening round at study scale, filled in bulk, for the page benchmark's screening routes.
 
-    .venv/bin/python benchmarks/screening_scale.py [--candidates 100000] [--screened 5000]
-        [--seed 0] [--world benchmarks/results/page_scale_world.NAME.json]
+    DATABASE_URL=postgres://…/NAME .venv/bin/python benchmarks/screening_scale.py
+        --world benchmarks/results/page_scale_world.NAME.json [--candidates 100000]
+        [--screened 5000] [--seed 0]
 
-`populate_screening(study_id, candidates, screened, seed)` fills the study's latest screening
-round (the permission matrix's scene declares one, tests/security/matrix_scene.py) the way
+`populate_screening(study_id, candidates, screened, seed, number=None)` fills the study's
+screening round `number` (default its latest; the permission matrix's scene declares one,
+tests/security/matrix_scene.py, as `ids["screening_round_number"]`) the way
 screening it for weeks would: `candidates` items, one per issue, in a seeded order; the first
 `screened` of them in the order they were handed out screened by k screeners (their submitted
 annotations on the screening facet, submission times 25 s apart, relevant on a share that
@@ -40,23 +42,27 @@ FIRST_SUBMIT = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)  # as the benchmark's own 
 DISAGREE = 0.06  # share of screened items on which the screeners disagree
 
 
-def populate_screening(study_id: int, candidates: int, screened: int, seed: int) -> dict[str, Any]:
-    """Fill study `study_id`'s latest screening round (empty, its plan declared) with
-    `candidates` items, `screened` of them screened, and a retrained ranking; returns the
-    round's number and id and what was written. Call it with Django set up, on PostgreSQL."""
+def populate_screening(
+    study_id: int, candidates: int, screened: int, seed: int, *, number: int | None = None
+) -> dict[str, Any]:
+    """Fill study `study_id`'s screening round `number` (default: its latest; empty, its plan
+    declared) with `candidates` items, `screened` of them screened, and a retrained ranking;
+    returns the round's number and id and what was written. Call it with Django set up, on
+    PostgreSQL, inside a transaction or not: outside one it also vacuums the tables it wrote
+    (index-only counts), inside one it analyzes them."""
     from django.db import connection, transaction
 
     from annotator.screening.models import ScreeningPlan
     from annotator.studies.models import Item, Round
 
-    plan = (
-        ScreeningPlan.objects.select_related("round__study", "relevant_category")
-        .filter(round__study_id=study_id, round__kind=Round.Kind.SCREENING)
-        .order_by("-round__number")
-        .first()
+    plans = ScreeningPlan.objects.select_related("round__study", "relevant_category").filter(
+        round__study_id=study_id, round__kind=Round.Kind.SCREENING
     )
+    if number is not None:
+        plans = plans.filter(round__number=number)
+    plan = plans.order_by("-round__number").first()
     if plan is None:
-        raise ValueError(f"study {study_id} has no screening round")
+        raise ValueError(f"study {study_id} has no screening round {number or ''}".strip())
     if Item.objects.filter(round=plan.round).exists():
         raise ValueError(f"screening round {plan.round.number} has items already")
     if not 0 <= screened <= candidates:
@@ -66,9 +72,10 @@ def populate_screening(study_id: int, candidates: int, screened: int, seed: int)
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL session_replication_role = replica")
         summary = _fill(plan, candidates, screened, seed)
+    verb = "ANALYZE" if connection.in_atomic_block else "VACUUM ANALYZE"
     with connection.cursor() as cursor:
         for table in _tables():
-            cursor.execute(f"ANALYZE {connection.ops.quote_name(table)}")
+            cursor.execute(f"{verb} {connection.ops.quote_name(table)}")
     return {"round_number": plan.round.number, "round_id": plan.round_id, **summary}
 
 
@@ -280,9 +287,15 @@ def main() -> None:
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotator.settings")
     django.setup()
-    world = json.loads(Path(args.world).read_text())
+    ids = json.loads(Path(args.world).read_text())["ids"]
     start = time.perf_counter()
-    done = populate_screening(world["ids"]["study"], args.candidates, args.screened, args.seed)
+    done = populate_screening(
+        ids["study"],
+        args.candidates,
+        args.screened,
+        args.seed,
+        number=ids["screening_round_number"],
+    )
     print(json.dumps({**done, "seconds": round(time.perf_counter() - start, 1)}))
 
 

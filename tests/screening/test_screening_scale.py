@@ -26,7 +26,7 @@ from screening_scale import populate_screening  # noqa: E402
 def test_a_filled_screening_round_reads_as_screening_left_it() -> None:
     sw = screening_world(n=40, share=0.2)
     plan = start_screening_round(study=sw.study, user=sw.world.owner, seed=5)
-    done = populate_screening(sw.study.pk, candidates=40, screened=30, seed=3)
+    done = populate_screening(sw.study.pk, 40, 30, 3, number=plan.round.number)
     assert done["round_number"] == plan.round.number and done["ranked"] == 10
     plan = ScreeningPlan.objects.select_related("round").get(pk=plan.pk)
     states = round_items(plan)
