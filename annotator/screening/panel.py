@@ -9,7 +9,7 @@ from typing import Any
 
 from annotator.similarity.services import duplicate_issue_ids
 
-from .decisions import completion_order, round_items
+from .decisions import ItemState, candidate_count, completion_order, screened_items
 from .models import RetrainJob, ScreeningAudit, ScreeningModel, ScreeningPlan
 from .stopping import StoppingTest, audits_needed, stopping_test
 
@@ -123,23 +123,25 @@ def model_json(model: ScreeningModel) -> dict[str, Any]:
 
 
 def screening_panel(plan: ScreeningPlan) -> Panel:
-    """Every figure of the round's stopping panel, from its items and decisions now."""
-    states = round_items(plan)
-    done = completion_order(states)
+    """Every figure of the round's stopping panel, from its screened items, their decisions
+    and the count of its candidates now (the unscreened candidates are counted, not read)."""
+    screened = screened_items(plan)
+    candidates = candidate_count(plan.round_id)
+    done = completion_order(screened)
     curve = [0]
     for state in done:
         curve.append(curve[-1] + int(state.relevant))
     last = max((n for n, s in enumerate(done, start=1) if s.relevant), default=0)
-    audit, test = _audit(plan, {s.item_id: s for s in states})
+    audit, test = _audit(plan, screened)
     included = sum(s.relevant for s in done)
     prisma = Prisma(
-        candidates=len(states),
+        candidates=candidates,
         duplicates_removed=len(duplicate_issue_ids(study=plan.round.study_id)),
         screened=len(done),
         audited=audit.audited if audit else 0,
         included=included,
         excluded=len(done) - included,
-        not_screened=len(states) - len(done),
+        not_screened=candidates - len(done),
     )
     return Panel(
         plan=plan,
@@ -150,18 +152,19 @@ def screening_panel(plan: ScreeningPlan) -> Panel:
         audit=audit,
         test=test,
         verdict=_verdict(plan, test, audit),
-        suggested_audit=_suggested(plan, states, included, audit),
+        suggested_audit=_suggested(plan, candidates - len(screened), included, audit),
         models=list(ScreeningModel.objects.filter(round=plan.round).order_by("-version")[:10]),
         job=RetrainJob.objects.filter(round=plan.round).order_by("-created_at", "-pk").first(),
     )
 
 
-def _audit(plan: ScreeningPlan, states: dict[int, Any]) -> tuple[AuditState | None, Any]:
+def _audit(plan: ScreeningPlan, states: list[ItemState]) -> tuple[AuditState | None, Any]:
+    """The audit's state and test from the round's screened items (`states`)."""
     audit = ScreeningAudit.objects.filter(round=plan.round).first()
     if audit is None:
         return None, None
-    items = [states[pk] for pk in audit.item_ids if pk in states]
-    screened = [s for s in items if s.complete]
+    by_id = {s.item_id: s for s in states}
+    screened = [by_id[pk] for pk in audit.item_ids if pk in by_id]
     state = AuditState(
         seed=audit.seed,
         pool_size=audit.pool_size,
@@ -201,14 +204,11 @@ def _verdict(plan: ScreeningPlan, test: StoppingTest | None, audit: AuditState |
     )
 
 
-def _suggested(
-    plan: ScreeningPlan, states: list[Any], found: int, audit: AuditState | None
-) -> int | None:
+def _suggested(plan: ScreeningPlan, pool: int, found: int, audit: AuditState | None) -> int | None:
     """How many audited items, none relevant, would support stopping: from the current pool
-    (no audit yet) or on top of the audit so far."""
+    (`pool`: the items not screened; no audit yet) or on top of the audit so far."""
     level = plan.alpha / plan.looks
     if audit is None:
-        pool = sum(not s.complete for s in states)
         if pool == 0:
             return None
         return audits_needed(pool, found, 0, 0, plan.target_recall, level)
@@ -249,8 +249,8 @@ def simulate_round(plan: ScreeningPlan) -> RoundSimulation:
     from .retrain import texts
     from .simulate import simulate
 
-    states = [s for s in round_items(plan) if s.complete]
-    if not plan.round.is_closed and len(states) < len(round_items(plan)):
+    states = screened_items(plan)
+    if not plan.round.is_closed and len(states) < candidate_count(plan.round_id):
         raise ValueError(
             f"round {plan.round.number} is not finished: simulate once every item is screened "
             "or the round is closed"

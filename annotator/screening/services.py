@@ -15,7 +15,13 @@ from annotator.studies.services import StudyError, create_round, select_issues
 from taxonomy_app.models import Category
 
 from . import sql
-from .decisions import completion_order, decision_count, has_both_classes, round_items
+from .decisions import (
+    completion_order,
+    decision_count,
+    has_both_classes,
+    incomplete_items,
+    screened_items,
+)
 from .models import MODELS, RetrainJob, ScreeningAudit, ScreeningModel, ScreeningPlan
 
 
@@ -204,15 +210,14 @@ def draw_audit(
 
 
 def _new_audit(plan: ScreeningPlan, size: int, seed: int | None, user: Any) -> ScreeningAudit:
-    states = round_items(plan)
-    pool = [s.item_id for s in states if not s.complete]
+    pool = incomplete_items(plan.round_id)
     if not pool:
         raise ScreeningError("field 'size': every item is screened; there is no pool to audit")
     if not 1 <= size <= len(pool):
         raise ScreeningError(f"field 'size': from 1 to {len(pool)} (the unscreened pool)")
     seed = seed if seed is not None else secrets.randbelow(2**31)
     order = [pool[i] for i in np.random.default_rng(seed).permutation(len(pool))]
-    done = completion_order(states)
+    done = completion_order(screened_items(plan))
     return ScreeningAudit.objects.create(
         round=plan.round,
         seed=seed,
@@ -267,7 +272,7 @@ def select_included(
         )
     if round.pk == screening_round.pk or round.kind == Round.Kind.SCREENING:
         raise ScreeningError("field 'round': choose a later labeling round, not a screening one")
-    included = [s.issue_id for s in round_items(plan) if s.complete and s.relevant]
+    included = [s.issue_id for s in screened_items(plan) if s.relevant]
     if not included:
         raise ScreeningError(
             f"field 'screening_round': round {screening_round.number} has no included issue yet"

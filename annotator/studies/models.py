@@ -378,6 +378,14 @@ class Item(models.Model):
                 name="item_incomplete",
                 condition=Q(submitted_count__lt=F("quota")),
             ),
+            # Its complement, the round's complete items: a screening round's panel reads its
+            # screened items (5,000 of 100,000 candidates) without passing over the rest
+            # (annotator/screening/sql.py screened_rows).
+            models.Index(
+                fields=["round"],
+                name="item_complete",
+                condition=Q(submitted_count__gte=F("quota")),
+            ),
             # A study's items in the default order: a list through the items of one study
             # (the decisions API, ordered by item) reads its first page from here instead of
             # sorting the study's 100,000 items.

@@ -7,10 +7,12 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from annotator.screening.decisions import completion_order, round_items
 from annotator.screening.models import ScreeningAudit, ScreeningPlan
 from annotator.screening.panel import screening_panel, simulate_round
 from annotator.screening.retrain import retrain
 from annotator.screening.services import ScreeningError, draw_audit, select_included
+from annotator.screening.stopping import audits_needed
 from annotator.studies.models import Assignment, Item, Round, Selection
 from annotator.studies.services import create_round
 from tests.screening.world import ScreeningWorld, screening_world
@@ -299,3 +301,60 @@ def test_prisma_counts_the_issues_marked_near_duplicates_as_removed() -> None:
 
     assert prisma.duplicates_removed == 1
     assert "1 duplicates removed" in prisma.text()
+
+
+def _figures_from_every_item(plan: ScreeningPlan) -> dict[str, object]:
+    """The panel's figures as they were computed before the panel read only the screened
+    items: from every item of the round (decisions.round_items)."""
+    states = round_items(plan)
+    done = completion_order(states)
+    curve = [0]
+    for state in done:
+        curve.append(curve[-1] + int(state.relevant))
+    last = max((n for n, s in enumerate(done, start=1) if s.relevant), default=0)
+    audit = ScreeningAudit.objects.filter(round=plan.round).first()
+    by_id = {s.item_id: s for s in states}
+    audited = [by_id[pk] for pk in audit.item_ids if pk in by_id] if audit else []
+    audited = [s for s in audited if s.complete]
+    return {
+        "curve": curve,
+        "since": len(done) - last,
+        "candidates": len(states),
+        "not_screened": len(states) - len(done),
+        "pool": sum(not s.complete for s in states),
+        "audited": len(audited),
+        "audit_relevant": sum(s.relevant for s in audited),
+    }
+
+
+def test_the_panel_reads_the_figures_every_item_gives() -> None:
+    from tests.screening.test_sql import mixed_round
+
+    sw = mixed_round()
+    plan = _plan(sw)
+    a, b = sw.screeners
+    screened = []
+    for _ in range(6):
+        panel = screening_panel(plan)
+        old = _figures_from_every_item(plan)
+        assert panel.curve == old["curve"] and panel.since_last_relevant == old["since"]
+        assert panel.prisma.candidates == old["candidates"] == 16
+        assert panel.prisma.not_screened == old["not_screened"]
+        assert panel.prisma.screened == len(panel.curve) - 1
+        screened.append(panel.prisma.screened)
+        if panel.audit is None:
+            pool = old["pool"]
+            assert isinstance(pool, int) and pool == 16 - panel.prisma.screened
+            level = plan.alpha / plan.looks
+            assert panel.suggested_audit == audits_needed(
+                pool, panel.relevant_found, 0, 0, plan.target_recall, level
+            )
+            draw_audit(round=sw.world.round, size=3, seed=4)
+        else:
+            assert panel.audit.audited == old["audited"]
+            assert panel.audit.audit_relevant == old["audit_relevant"]
+            assert panel.prisma.audited == panel.audit.audited
+        sw.screen(a), sw.screen(b)  # the half-screened item first, then the audit's
+    assert screened[0] == 8 and screened[-1] > screened[1]
+    assert panel.audit is not None and panel.audit.audited >= 1
+    assert panel.test is not None  # audited items screened: the test is read

@@ -1,6 +1,6 @@
 """The screening statements give what the ORM queries they replace give: the next item's slot
 with its rank, the top-ranked free item, the rewrite of a round's ranks, the submit counter
-that names the round's kind."""
+that names the round's kind, the stopping panel's screened items."""
 
 from __future__ import annotations
 
@@ -8,10 +8,15 @@ import pytest
 from django.db import transaction
 from django.db.models import F
 
+from annotator.adjudication.services import adjudicate_item
+from annotator.screening import decisions
 from annotator.screening import sql as screening_sql
+from annotator.screening.decisions import round_items, screened_items
+from annotator.screening.models import ScreeningPlan
 from annotator.studies import sql
 from annotator.studies.models import Assignment, Item, Round, ScreeningRank
-from tests.screening.world import screening_world
+from annotator.studies.services import next_assignment, submit_annotation
+from tests.screening.world import ScreeningWorld, screening_world
 from tests.studies.test_sql import orm_free_item
 
 pytestmark = pytest.mark.django_db
@@ -101,3 +106,46 @@ def test_count_submit_in_names_a_screening_round() -> None:
     )
     assert sql.count_submit_in(other.pk) == (True, main.pk, False)
     assert not Assignment.objects.filter(item=other).exists()
+
+
+# --- the stopping panel's screened items -----------------------------------------------------------
+def mixed_round() -> ScreeningWorld:
+    """A round of 16 with every state an item can be in: screened alike (relevant or not), a
+    disagreement undecided, one adjudicated relevant and one adjudicated not, one screened
+    by one of its two screeners, the rest untouched."""
+    sw = screening_world(n=16, share=0.5, seed=2)
+    a, b = sw.screeners
+    for _ in range(5):
+        sw.screen(a), sw.screen(b)
+    relevant, other = sw.world.labels(screening="relevant"), sw.world.labels(screening="not-a-bug")
+    split = []
+    for _ in range(3):  # a says relevant, b says not
+        first = next_assignment(study=sw.study, annotator=a)
+        second = next_assignment(study=sw.study, annotator=b)
+        assert first is not None and second is not None and first.item_id == second.item_id
+        submit_annotation(assignment=first, user=a, labels=relevant)
+        submit_annotation(assignment=second, user=b, labels=other)
+        split.append(first.item)
+    for item, labels in ((split[0], relevant), (split[1], other)):
+        adjudicate_item(
+            item=item, user=sw.world.owner, labels=labels, reason="ambiguous-report", version=0
+        )
+    sw.screen(a)  # half screened: not in the panel's figures
+    return sw
+
+
+def test_screened_rows_equal_the_orm_in_every_state_an_item_can_be_in() -> None:
+    sw = mixed_round()
+    plan = ScreeningPlan.objects.get(round=sw.world.round)
+    expected = [s for s in round_items(plan) if s.complete]
+    assert len(expected) == 8 and any(s.relevant for s in expected)
+    assert not all(s.relevant for s in expected)
+    assert screened_items(plan) == expected  # PostgreSQL: sql.screened_rows
+    assert decisions._states(plan, screened_only=True) == expected  # SQLite's path
+    rows = screening_sql.screened_rows(plan.round_id, plan.relevant_category_id)
+    assert [r[0] for r in rows] == [s.item_id for s in expected]
+    # The decision stands over the screeners: chosen by a, adjudicated not relevant.
+    by_id = {s.item_id: s for s in screened_items(plan)}
+    split = list(Item.objects.filter(round=sw.world.round, agreement__value__lt=1).order_by("pk"))
+    assert len(split) == 3
+    assert [by_id[item.pk].relevant for item in split].count(True) == 2  # adjudicated + undecided
