@@ -55,7 +55,7 @@ TARGET_SEARCH_P95_MS = 200
 TARGET_QUERIES = 50
 ROUTE_BUDGET_S = 30  # a route's requests stop once they have taken this long together
 GENERATOR = 2  # raised when the generated data changes shape: a kept database is then remade
-TOPUP = 1  # raised when `topup` adds to the data: a kept database gets the addition on reuse
+TOPUP = 2  # raised when `topup` adds to the data: a kept database gets the addition on reuse
 QUEUE = "bench_page_scale"  # its own queue: a test worker on the same Redis never takes its jobs
 REPOSITORIES = [("deepspeedai", "DeepSpeed"), ("NVIDIA", "Megatron-LM"),
                 ("hpcaitech", "ColossalAI"), ("pytorch", "pytorch")]  # fmt: skip
@@ -223,29 +223,54 @@ def generate(issues: int, items: int) -> dict[str, Any]:
     return {"ids": scene.ids, "users": people, "timings": timings, **grown}
 
 
-def topup() -> dict[str, Any]:
+def topup(done: int, world: dict[str, Any]) -> dict[str, Any]:
     """What the data gained after its first shape, applied to a new database and to a kept one
-    alike: the time each annotation was submitted (a real submit sets it; the drift page and the
-    time to resolution read it), one every 25 s in id order from 2 March 2026, which spreads the
-    study over about three months. Returns how long each part took."""
+    alike, each part once (`done`: the parts a kept database has). Returns how long each took.
+
+    1. The time each annotation was submitted (a real submit sets it; the drift page and the
+       time to resolution read it), one every 25 s in id order from 2 March 2026, which spreads
+       the study over about three months.
+    2. The scene's screening round filled as weeks of screening would (benchmarks/
+       screening_scale.py): 100,000 candidates (at most one per issue), a twentieth of them
+       screened, a retrained ranking. The adjudicated decisions' reason is one the codebook
+       offers ("ambiguous-report")."""
     migrate()
     from django.db import connection, transaction
 
+    from annotator.adjudication.models import Decision
     from annotator.studies.models import Annotation
 
     timings: dict[str, float] = {}
-    start = time.perf_counter()
-    table = connection.ops.quote_name(Annotation._meta.db_table)
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} SET submitted_at = timestamptz '2026-03-02 09:00+00'"
-            " + id * interval '25 seconds' WHERE submitted_at IS NULL AND status = %s",
-            [Annotation.Status.SUBMITTED],
+
+    def step(name: str, start: float) -> None:
+        timings[name] = round(time.perf_counter() - start, 1)
+        print(f"  {name}: {timings[name]} s", flush=True)
+
+    if done < 1:
+        start = time.perf_counter()
+        table = connection.ops.quote_name(Annotation._meta.db_table)
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {table} SET submitted_at = timestamptz '2026-03-02 09:00+00'"
+                " + id * interval '25 seconds' WHERE submitted_at IS NULL AND status = %s",
+                [Annotation.Status.SUBMITTED],
+            )
+            cursor.execute(f"ANALYZE {table}")
+        step("submission times", start)
+    if done < 2:
+        from screening_scale import populate_screening
+
+        start = time.perf_counter()
+        Decision.objects.filter(reason="ambiguous-guideline").update(
+            reason=Decision.Reason.AMBIGUOUS_REPORT
         )
-        cursor.execute(f"ANALYZE {table}")
-    timings["submission times"] = round(time.perf_counter() - start, 1)
-    print(f"  submission times: {timings['submission times']} s", flush=True)
-    return {"topup": TOPUP, "topup_timings": timings}
+        candidates = min(100_000, world["size"]["issues"])
+        populate_screening(
+            world["ids"]["study"], candidates, candidates // 20, seed=1,
+            number=world["ids"]["screening_round_number"],
+        )  # fmt: skip
+        step(f"screening round of {candidates:,} candidates", start)
+    return {"topup": TOPUP, "topup_timings": {**world.get("topup_timings", {}), **timings}}
 
 
 def clear_jobs() -> dict[str, int]:
@@ -457,7 +482,7 @@ def _study(study: Any, scene: Any, issue_ids: range, repos: list[Any]) -> dict[s
     decision_ids = next_ids(Decision, len(decided))
     copy_rows(Decision, (
         {"id": decision_ids[d], "item_id": item_ids[i], "source": source,
-         "reason": "" if source != "adjudicated" else "ambiguous-guideline",
+         "reason": "" if source != "adjudicated" else "ambiguous-report",
          "decided_by_id": adjudicator if source == "adjudicated" else None}
         for d, (i, source, _) in enumerate(decided)
     ))  # fmt: skip
@@ -669,8 +694,10 @@ def main() -> None:
         print(f"Reusing the database of {args.issues:,} issues ({world_file.name})", flush=True)
         # The code may have moved on since the data was made: its new migrations apply first.
         child(env, "import page_scale as p; p.migrate(); print('{}')")
-    if world.get("topup") != TOPUP:
-        world.update(child(env, "import page_scale as p, json; print(json.dumps(p.topup()))"))
+    if world.get("topup", 0) < TOPUP:
+        code = f"w = json.load(open({str(world_file)!r})); done = w.get('topup', 0); "
+        code += "print(json.dumps(p.topup(done, w)))"
+        world.update(child(env, f"import page_scale as p, json; {code}"))
         world_file.write_text(json.dumps(world))
     if args.generate_only:
         return
