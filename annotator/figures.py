@@ -20,6 +20,7 @@ request computes the figures itself, as for a small study.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import uuid
 from dataclasses import dataclass
@@ -129,7 +130,7 @@ def _served(last: dict[str, Any] | None, fingerprint: str) -> Figures:
 def _inline(
     name: str, fingerprint: str, compute: str, params: dict[str, Any], timeout: int
 ) -> Figures:
-    key = f"{name}:{fingerprint}"
+    key = f"{name}:{hashlib.sha256(fingerprint.encode()).hexdigest()[:32]}"
     kept = cache.get(key)
     if kept is None:
         kept = import_string(compute)(**params), timezone.now()
