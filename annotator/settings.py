@@ -345,7 +345,14 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "interval_step": 0.2,
     "interval_max": 0.2,
 }
-CELERY_IMPORTS = ["annotator.dispatch"]
+CELERY_IMPORTS = ["annotator.dispatch", "annotator.figures"]
+
+# Whole-study figures (the dashboard and progress API, the disagreement analytics, the analysis)
+# of a study with more items than this are computed by a background job and served from the
+# last computation meanwhile; a smaller study's in the request (annotator/figures.py). A job
+# holds its lock this many seconds at most (waiting in the queue and running).
+FIGURES_INLINE_MAX_ITEMS = env_int("FIGURES_INLINE_MAX_ITEMS", 20_000)
+FIGURES_LOCK_SECONDS = env_int("FIGURES_LOCK_SECONDS", 600)
 
 # GitHub sync (annotator/issues/sync.py). Without a token GitHub allows 60 requests an hour.
 # A sync started by someone who stored their own GitHub token uses theirs instead (below).

@@ -25,10 +25,10 @@ from collections import Counter, defaultdict
 from itertools import combinations
 from typing import Any
 
-from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count, F, Max, Q
 
+from annotator.figures import Figures, study_figures
 from annotator.params import BadParameter
 from annotator.studies.models import Annotation, AnnotationLabel, Item, Round, Study
 from annotator.studies.rounds import asked_round
@@ -56,29 +56,44 @@ def round_of(study: Study, value: object) -> tuple[Round | None, list[Round]]:
 
 def disagreement_analytics(*, study: Study, round: Round | None = None) -> dict[str, Any]:
     """The figures of the page and the API, as plain data (JSON-ready): computed once per state
-    of the study's decisions and agreements (`fingerprint`), then read from the cache."""
-    items = Item.objects.filter(study=study)
-    if round is not None:
-        items = items.filter(round=round)
-    scope = f"{study.pk}:{round.pk if round else ''}"
-    key = f"adjudication-analytics:{scope}:{fingerprint(study, round)}"
-    report = cache.get(key)
-    if report is None:
-        report = compute_analytics(study=study, round=round, items=items)
-        cache.set(key, report, CACHE_SECONDS)
+    of the study's decisions and agreements (`disagreement_analytics_as_of`), then read from the
+    cache. On a large study (annotator/figures.py) the last ones computed, None before the
+    first."""
+    report: dict[str, Any] = disagreement_analytics_as_of(study=study, round=round).value
     return report
 
 
-def fingerprint(study: Study, round: Round | None) -> str:
-    """What every write the figures depend on changes (sql.adjudication_fingerprint): how many
-    items the study (or round) has, how many agreement rows and decisions there are, and the
-    newest agreement computation and decision change. A submit that completes an item (or
-    re-submits one) recomputes its agreement row; the rules and a person deciding write the
-    decision with its `updated_at`; an item, agreement or decision deleted changes a count. The
-    labels behind an item's agreement do not change without it (after release a re-submit is a
-    revision, which the figures do not read)."""
-    state = sql.adjudication_fingerprint(study.pk, round.pk if round is not None else None)
-    return ":".join(v.isoformat() if hasattr(v, "isoformat") else str(v) for v in state)
+def disagreement_analytics_as_of(*, study: Study, round: Round | None = None) -> Figures:
+    """`disagreement_analytics` with when they were computed: in the request for a study (or
+    round) of up to FIGURES_INLINE_MAX_ITEMS items, by a job above.
+
+    Kept under a fingerprint that every write the figures depend on changes
+    (sql.adjudication_fingerprint): how many items the study (or round) has, how many agreement
+    rows and decisions there are, and the newest agreement computation and decision change. A
+    submit that completes an item (or re-submits one) recomputes its agreement row; the rules
+    and a person deciding write the decision with its `updated_at`; an item, agreement or
+    decision deleted changes a count. The labels behind an item's agreement do not change
+    without it (after release a re-submit is a revision, which the figures do not read)."""
+    round_id = round.pk if round is not None else None
+    state = sql.adjudication_fingerprint(study.pk, round_id)
+    return study_figures(
+        f"adjudication-analytics:{study.pk}:{round_id or ''}",
+        fingerprint=":".join(v.isoformat() if hasattr(v, "isoformat") else str(v) for v in state),
+        items=state[0],
+        compute="annotator.adjudication.analytics.analytics_of",
+        params={"study_id": study.pk, "round_id": round_id},
+        timeout=CACHE_SECONDS,
+    )
+
+
+def analytics_of(study_id: int, round_id: int | None) -> dict[str, Any]:
+    """The figures of a study (or one of its rounds), computed (in the request or by a job)."""
+    study = Study.objects.get(pk=study_id)
+    round = Round.objects.get(pk=round_id, study=study) if round_id is not None else None
+    items = Item.objects.filter(study=study)
+    if round is not None:
+        items = items.filter(round=round)
+    return compute_analytics(study=study, round=round, items=items)
 
 
 def compute_analytics(*, study: Study, round: Round | None, items: Any) -> dict[str, Any]:

@@ -13,7 +13,6 @@ from typing import Any, cast
 
 from django.db.models import Prefetch, QuerySet
 from django.http import Http404
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import ValidationError
@@ -22,6 +21,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotator.api_pagination import EstimatedPagination
+from annotator.figures import (
+    PENDING_RESPONSES,
+    RETRY_AFTER_HEADER,
+    FiguresAsOfOutput,
+    as_of,
+    pending_response,
+)
 from annotator.params import INT_MAX
 from annotator.studies.access import SEE_ALL, membership_or_404
 from annotator.studies.api import AnnotationOutput
@@ -318,16 +324,34 @@ class HistoryApi(generics.ListAPIView):
         return name_changes(services.item_history(item=item), names_for(item, self.request.user))
 
 
+class DisagreementAnalyticsOutput(FiguresAsOfOutput):
+    study = serializers.IntegerField()
+    round = serializers.IntegerField(allow_null=True, help_text="round number; null: every")
+    sources = serializers.DictField(help_text="decisions by source, per round and in total")
+    reasons_by_facet = serializers.DictField(
+        help_text="adjudicated decisions by reason under each facet disagreed on"
+    )
+    confused_pairs = serializers.ListField(
+        child=serializers.DictField(), help_text="per round and facet, the top pairs"
+    )
+    time_to_resolution = serializers.DictField(help_text="seconds, adjudicated items")
+
+
 class DisagreementAnalyticsApi(APIView):
     @extend_schema(
-        parameters=[OpenApiParameter("round", int, description="round number; default: every")],
-        responses=OpenApiTypes.OBJECT,
+        parameters=[
+            OpenApiParameter("round", int, description="round number; default: every"),
+            RETRY_AFTER_HEADER,
+        ],
+        responses={200: DisagreementAnalyticsOutput, **PENDING_RESPONSES},
     )
     def get(self, request: Request, study_id: int) -> Response:
         """The disagreement analytics page's figures (owners and adjudicators); names no
-        annotator."""
-        from .analytics import disagreement_analytics, round_of
+        annotator. On a large study they may be a little older than the data (`as_of`,
+        `stale`) while newer ones are computed; 202 until they were computed once."""
+        from .analytics import disagreement_analytics_as_of, round_of
 
         study = _membership(request, study_id, SEE_ALL).study
         round, _ = round_of(study, request.query_params.get("round"))
-        return Response(disagreement_analytics(study=study, round=round))
+        figures = disagreement_analytics_as_of(study=study, round=round)
+        return pending_response(figures) or Response({**figures.value, **as_of(figures)})

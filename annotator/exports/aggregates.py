@@ -8,21 +8,23 @@ import hashlib
 from collections.abc import Iterable
 from typing import Any
 
-from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, Max, QuerySet
+from django.db.models import Count, Max
+from django.utils import timezone
 
 from annotator.adjudication.models import Decision
+from annotator.figures import Figures, NotComputedYet, study_figures
 from annotator.issues.models import Repository
-from annotator.studies.models import Item
+from annotator.studies.models import Item, Study
 from taxonomy_app.models import Category, Facet
 
 from .analysis import DISTRIBUTED, DISTRIBUTED_YES, STAGE, Scheme, Tally, at, table_pairs, tally_of
-from .rows import Codebook, filtered_items
+from .rows import Codebook, filtered_items, load_codebook
 from .sql import CountRequest, analysis_counts
 
-# The counts are kept under a digest of everything they depend on (`_digest`), so any such
-# write reads them again: the timeout only bounds how long an entry nobody reads stays.
+# The counts are kept under what is counted and a fingerprint of everything they depend on
+# (`study_tally_as_of`), so any such write reads them again: the timeout only bounds how long
+# an entry nobody reads stays.
 CACHE_SECONDS = 24 * 3600
 
 
@@ -57,28 +59,54 @@ def study_tally(
 ) -> Tally:
     """The counts of the study's decided items passing the export filters (within the stage if
     one is given): equal to `tally_of` the records `study_dataset` builds, which SQLite (the
-    demo) still counts."""
+    demo) still counts. Raises NotComputedYet on a large study whose counts a job is computing
+    for the first time (`study_tally_as_of`)."""
+    return study_tally_as_of(study, filters, book, scheme, levels, stage)[0]
+
+
+def study_tally_as_of(
+    study: Any,
+    filters: dict[str, str],
+    book: Codebook,
+    scheme: Scheme,
+    levels: dict[str, int | None],
+    stage: str,
+) -> tuple[Tally, Figures]:
+    """`study_tally` and when its counts were computed: in the request for a study of up to
+    FIGURES_INLINE_MAX_ITEMS items, by a job above (annotator/figures.py), kept under
+    `fingerprint` and what is counted (the items' query: study, filters, marked duplicates;
+    facets, categories, stage)."""
     if connection.vendor != "postgresql":
         from .dataset import study_dataset
 
         data = study_dataset(study, filters)
-        return tally_of(data.in_stage(stage) if stage else data, levels)
+        tally = tally_of(data.in_stage(stage) if stage else data, levels)
+        return tally, Figures(None, timezone.now())
     request = count_request(scheme, stage)
-    items = filtered_items(study, filters)
-    key = f"analysis-counts:{study.pk}:{_digest(study.pk, items, request)}"
-    rows = cache.get(key)
-    if rows is None:
-        rows = analysis_counts(items=items, request=request)
-        cache.set(key, rows, CACHE_SECONDS)
-    return _tally(rows, request, book, scheme, levels)
+    sql, params = filtered_items(study, filters).values("pk").order_by().query.sql_with_params()
+    counted = hashlib.sha256(repr((sql, params, request)).encode()).hexdigest()
+    state = fingerprint(study.pk)
+    figures = study_figures(
+        f"analysis-counts:{study.pk}:{counted}",
+        fingerprint=repr(state),
+        items=state[0],
+        compute="annotator.exports.aggregates.counts_of",
+        params={"study_id": study.pk, "filters": filters, "stage": stage},
+        timeout=CACHE_SECONDS,
+    )
+    if not figures.ready:
+        raise NotComputedYet(figures)
+    return _tally(figures.value, request, book, scheme, levels), figures
 
 
-def _digest(study_id: int, items: QuerySet[Item], request: CountRequest) -> str:
-    """What the counts depend on: the items' query (the study, the filters, the issues marked
-    duplicates), what is counted (facets, categories, stage) and `fingerprint(study_id)`."""
-    sql, params = items.values("pk").order_by().query.sql_with_params()
-    text = repr((sql, params, request, fingerprint(study_id)))
-    return hashlib.sha256(text.encode()).hexdigest()
+def counts_of(study_id: int, filters: dict[str, str], stage: str) -> list[tuple[Any, ...]]:
+    """`sql.analysis_counts` of the study's items passing `filters` (within `stage`), computed
+    in the request or by a job."""
+    from .dataset import scheme_of  # dataset imports this module
+
+    study = Study.objects.get(pk=study_id)
+    request = count_request(scheme_of(load_codebook(study.codebook_version)), stage)
+    return analysis_counts(items=filtered_items(study, filters), request=request)
 
 
 def fingerprint(study_id: int) -> tuple[Any, ...]:

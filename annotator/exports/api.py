@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from django.http import FileResponse, Http404, HttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -24,6 +24,14 @@ from rest_framework.views import APIView
 
 from annotator.adjudication.models import Decision
 from annotator.dispatch import with_queue_notice
+from annotator.figures import (
+    PENDING_RESPONSES,
+    RETRY_AFTER_HEADER,
+    FiguresAsOfOutput,
+    NotComputedYet,
+    as_of,
+    pending_response,
+)
 from annotator.studies.access import SEE_ALL, membership_or_404
 from annotator.studies.models import Membership, Study
 from annotator.upload_handling import UploadRefused
@@ -205,7 +213,7 @@ class FlowOutput(serializers.Serializer):
     links = FlowLinkOutput(many=True)
 
 
-class AnalysisOutput(serializers.Serializer):
+class AnalysisOutput(FiguresAsOfOutput):
     study = serializers.IntegerField()
     filters = serializers.DictField(child=serializers.CharField())
     stage = serializers.CharField(allow_null=True, help_text="the stage code, null: every stage")
@@ -240,12 +248,15 @@ class AnalysisApi(APIView):
             ),
             OpenApiParameter("screening", str, required=False, description="screening code"),
             OpenApiParameter("repository", str, required=False, description="OWNER/NAME"),
+            RETRY_AFTER_HEADER,
         ],
-        responses=AnalysisOutput,
+        responses={200: AnalysisOutput, **PENDING_RESPONSES},
     )
     def get(self, request: Request, study_id: int) -> Response:
         """Every analysis table of the study's agreed dataset (the rows the final export
-        writes) at the chosen level, for every stage or one, and the flow's links."""
+        writes) at the chosen level, for every stage or one, and the flow's links. On a large
+        study the counts may be a little older than the data (`as_of`, `stale`) while newer
+        ones are computed; 202 until they were computed once."""
         study = _study(request, study_id)
         params = request.query_params
         query = {k: str(params.get(k, "")) for k in ANALYSIS_PARAMETERS if params.get(k)}
@@ -255,6 +266,8 @@ class AnalysisApi(APIView):
             raise ValidationError({"detail": str(error)}) from None
         except AnalysisParameterError as error:
             raise ValidationError({error.parameter: [str(error)]}) from None
+        except NotComputedYet as pending:
+            return cast(Response, pending_response(pending.figures))
         levels = {k: "leaf" if v is None else str(v) for k, v in result.levels.items()}
         tables = [
             {"id": t.id, "title": t.title, "note": t.note, "header": t.header, "rows": t.values()}
@@ -272,6 +285,7 @@ class AnalysisApi(APIView):
             "decided": result.decided,
             "tables": tables,
             "flow": {"columns": result.flow_columns, "links": links},
+            **as_of(result.figures),
         }
         return Response(body)
 

@@ -17,11 +17,12 @@ from django.db.models import Count, Exists, Max, OuterRef, QuerySet
 
 from annotator.adjudication.models import Decision, DecisionLabel
 from annotator.agreement.models import AgreementRun
+from annotator.figures import Figures
 from annotator.issues.filter_text import filter_names, readable_filters
 from annotator.issues.models import Repository
 from annotator.studies.models import Annotation, Item, Membership, Selection, Study
 
-from .aggregates import CACHE_SECONDS, study_tally
+from .aggregates import CACHE_SECONDS, study_tally_as_of
 from .analysis import (
     Dataset,
     FacetScheme,
@@ -244,6 +245,7 @@ class Analysis:
     tally: Tally  # the counts of the decided items passing the filters (within the stage)
     tables: list[Table]
     flow_columns: list[str]
+    figures: Figures  # when the counts were computed (annotator/figures.py)
 
     @property
     def scheme(self) -> Scheme:
@@ -261,7 +263,8 @@ class Analysis:
 def run_analysis(study: Study, query: Mapping[str, str]) -> Analysis:
     """The analysis a page or API query asks for: export filters (round, source, screening,
     repository), `stage` and `level` / `level-<facet>`. Raises ExportFilterError or
-    AnalysisParameterError naming the parameter. The counts are aggregated in the database
+    AnalysisParameterError naming the parameter, NotComputedYet while a job computes a large
+    study's counts for the first time. The counts are aggregated in the database
     (`aggregates.study_tally`), not read from every item's record."""
     filters = {
         k: str(query[k]).strip() for k in ANALYSIS_FILTERS if str(query.get(k) or "").strip()
@@ -271,6 +274,6 @@ def run_analysis(study: Study, query: Mapping[str, str]) -> Analysis:
     scheme = scheme_of(book)
     levels = parse_levels(query, scheme)
     stage = check_stage(query.get("stage"), scheme)
-    tally = study_tally(study, filters, book, scheme, levels, stage)
+    tally, figures = study_tally_as_of(study, filters, book, scheme, levels, stage)
     tables = analysis_tables(tally, levels)
-    return Analysis(study, filters, stage, levels, tally, tables, flow_facets(scheme))
+    return Analysis(study, filters, stage, levels, tally, tables, flow_facets(scheme), figures)

@@ -5,7 +5,7 @@ Markdown and LaTeX. Owners and adjudicators only."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, cast
 from urllib.parse import urlencode
 
 from django.core.paginator import Paginator
@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 
 from annotator.adjudication.models import Decision
+from annotator.figures import NotComputedYet
 from annotator.studies.models import Study
 from annotator.uploads import content_disposition
 
@@ -95,13 +96,26 @@ def analysis(request: HttpRequest, study_id: int) -> HttpResponse:
     except (ExportFilterError, AnalysisParameterError) as error:
         context = {"study": study, "error": str(error), "query": query, **_choices(study)}
         return render(request, "exports/analysis.html", context, status=400)
+    except NotComputedYet as pending:  # a large study's counts, computed by a job at first
+        context = {"study": study, "figures": pending.figures, "query": query, **_choices(study)}
+        return _render(request, context)
     if request.GET.get("download"):
         return _table_download(result, request.GET["download"], request.GET.get("format", "csv"))
     if request.GET.get("chart"):
         return _chart_download(result, request.GET["chart"], request.GET.get("format", "svg"))
     if request.GET.get("methods"):
         return _methods_download(study, request.GET["methods"])
-    return render(request, "exports/analysis.html", _context(result, query))
+    return _render(request, _context(result, query))
+
+
+def _render(request: HttpRequest, context: dict[str, object]) -> HttpResponse:
+    """The page, or to htmx polling while a job computes a large study's counts, the region
+    of the figures alone; polled at the page's address without a download parameter."""
+    query = cast(dict[str, str], context["query"])
+    context["poll_url"] = f"{request.path}?{urlencode(query)}" if query else request.path
+    if getattr(request, "htmx", False):
+        return render(request, "exports/analysis.html#analysis-figures", context)
+    return render(request, "exports/analysis.html", context)
 
 
 def _context(result: Analysis, query: dict[str, str]) -> dict[str, object]:
@@ -122,6 +136,7 @@ def _context(result: Analysis, query: dict[str, str]) -> dict[str, object]:
         "query": query,
         "querystring": urlencode(query),
         "decided": result.decided,
+        "figures": result.figures,
         "stage_name": scheme.name(STAGE, result.stage) if result.stage else "",
         "levels": [
             (f"level-{f.key}", f.name, _level_choice(result, f.key), range(1, f.levels + 1))

@@ -20,6 +20,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotator.api_pagination import EstimatedPagination
+from annotator.figures import (
+    PENDING_RESPONSES,
+    RETRY_AFTER_HEADER,
+    FiguresAsOfOutput,
+    as_of,
+    pending_response,
+)
 from annotator.params import BIGINT_MAX, INT_MAX
 from taxonomy_app.models import CodebookVersion
 
@@ -29,7 +36,7 @@ from .codebook import codebook_schema
 from .errors import LabelErrors, StudyError, UnsureError
 from .models import Annotation, AnnotationLabel, Assignment, Membership, Round, Study
 from .services.gold import feedback as gold_feedback
-from .services.progress import study_dashboard
+from .services.progress import study_dashboard_as_of
 
 Role = Membership.Role
 
@@ -228,7 +235,7 @@ class AnnotationOutput(serializers.Serializer):
         return labels
 
 
-class RoundProgressOutput(serializers.Serializer):
+class RoundProgressOutput(FiguresAsOfOutput):
     round = serializers.IntegerField(source="round.number")
     unassigned = serializers.IntegerField()
     in_progress = serializers.IntegerField()
@@ -532,12 +539,19 @@ class AnnotationListApi(generics.ListAPIView):
 class ProgressApi(APIView):
     """Progress per round and annotator, and the round's unsure marks by facet (owners and
     adjudicators); items whose issue is a marked near-duplicate are left out of every figure
-    and counted in `duplicates_left_out`."""
+    and counted in `duplicates_left_out`. On a large study the annotators' rows and unsure
+    marks may be a little older than the data (`as_of`, `stale`; the items' states are always
+    current) while newer ones are computed; 202 until they were computed once."""
 
-    @extend_schema(responses=RoundProgressOutput(many=True))
+    @extend_schema(
+        parameters=[RETRY_AFTER_HEADER],
+        responses={200: RoundProgressOutput(many=True), **PENDING_RESPONSES},
+    )
     def get(self, request: Request, study_id: int) -> Response:
         study = _membership(request, study_id, SEE_ALL).study
-        rows = study_dashboard(study=study)
+        rows, figures = study_dashboard_as_of(study=study)
+        if pending := pending_response(figures):
+            return pending
         data = [
             {
                 "round": row.round,
@@ -547,6 +561,7 @@ class ProgressApi(APIView):
                 "duplicates_left_out": row.duplicates,
                 "annotators": [vars(a) for a in row.annotators],
                 "unsure": {f.key: f.count for f in row.unsure.facets},
+                **as_of(figures),
             }
             for row in rows
         ]

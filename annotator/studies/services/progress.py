@@ -11,6 +11,8 @@ from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db.models import Count, Exists, OuterRef, Q, Subquery, Sum
 
+from annotator.figures import Figures, study_figures
+
 from .. import sql
 from ..models import Annotation, Assignment, Item, Membership, Round, Study
 
@@ -270,15 +272,23 @@ def duplicates_by_round(study: Study) -> dict[int, int]:
 
 
 def study_dashboard(*, study: Study) -> list[RoundRow]:
+    """`study_dashboard_as_of`'s rows (figures computed here or the last computed)."""
+    return study_dashboard_as_of(study=study)[0]
+
+
+def study_dashboard_as_of(*, study: Study) -> tuple[list[RoundRow], Figures]:
     """Per round: items by state, per annotator done, skipped, in progress, timed out and the
     mean seconds per submitted item, and the unsure marks (`RoundRow.unsure`); items whose issue
-    is a marked near-duplicate are left out of all of these and counted apart.
+    is a marked near-duplicate are left out of all of these and counted apart. With the rows,
+    when the annotators' tables and unsure marks were computed (annotator/figures.py).
 
     The items' states are read on every call (one pass over the study's items). The annotators'
     table and the unsure marks (a pass over every assignment and annotation: over a second at
-    100,000 items on a loaded machine) come from the cache under a fingerprint that every write
-    to them changes (`_fingerprint`), so a page never shows them older than the data. Four
-    queries when the cache holds them, four more when it does not, whatever the study's size."""
+    100,000 items on a loaded machine) are kept under a fingerprint that every write to them
+    changes (`_fingerprint`): computed here for a study of up to FIGURES_INLINE_MAX_ITEMS items,
+    so a page never shows them older than the data; above, by a job, the last ones served
+    meanwhile (empty tables until the first is done). Four queries when the cache holds them,
+    whatever the study's size."""
     rows = {r.pk: RoundRow(round=r) for r in study.rounds.all()}
     # "state" is with_state()'s annotation, which the stubs' plugin cannot see through a method
     states = (
@@ -301,16 +311,33 @@ def study_dashboard(*, study: Study) -> list[RoundRow]:
     for round_id, n in duplicates_by_round(study).items():
         rows[round_id].duplicates = n
         counters.append((round_id, "duplicates", n))
-    key = f"studies:dashboard:{study.pk}:{_fingerprint(study, [*rows], counters)}"
-    tables = cache.get(key)
-    if tables is None:
-        tables = _annotator_tables(study, rows), _unsure(study)
-        cache.set(key, tables, DASHBOARD_CACHE_SECONDS)
+    figures = study_figures(
+        f"studies:dashboard:{study.pk}",
+        fingerprint=_fingerprint(study, [*rows], counters),
+        items=sum(row.items + row.duplicates for row in rows.values()),
+        compute="annotator.studies.services.progress.dashboard_tables",
+        params={"study_id": study.pk},
+        timeout=DASHBOARD_CACHE_SECONDS,
+    )
+    tables: tuple[dict[int, list[AnnotatorRow]], dict[int, Any]] = figures.value or ({}, {})
     annotators, unsure = tables
     for round_id, row in rows.items():
         row.annotators = annotators.get(round_id, [])
-        row.unsure = unsure[round_id]
-    return list(rows.values())
+        row.unsure = unsure.get(round_id) or _no_unsure()
+    return list(rows.values()), figures
+
+
+def dashboard_tables(study_id: int) -> tuple[dict[int, list[AnnotatorRow]], dict[int, Any]]:
+    """The annotators' rows and the unsure marks of every round, by round id (computed in the
+    request or by a job: annotator/figures.py)."""
+    study = Study.objects.get(pk=study_id)
+    return _annotator_tables(study), _unsure(study)
+
+
+def _no_unsure() -> Any:
+    from .unsure import UnsureFigures
+
+    return UnsureFigures(facets=[])
 
 
 def _unsure(study: Study) -> dict[int, Any]:
@@ -334,7 +361,7 @@ def _fingerprint(study: Study, rounds: list[int], counters: list[tuple[Any, ...]
     return hashlib.sha256(repr((rounds, counters, latest)).encode()).hexdigest()[:32]
 
 
-def _annotator_tables(study: Study, rows: dict[int, RoundRow]) -> dict[int, list[AnnotatorRow]]:
+def _annotator_tables(study: Study) -> dict[int, list[AnnotatorRow]]:
     """Each annotator's row of each round, by round id, from one grouped pass over the study's
     assignments (near-duplicates left out) joined to their annotations: the count by status,
     and the sum and number of the submitted annotations' seconds, whose quotient is the mean."""
@@ -360,11 +387,11 @@ def _annotator_tables(study: Study, rows: dict[int, RoundRow]) -> dict[int, list
         _count(entry, row["status"], row["n"])
         total, timed = seconds.get(key, (0, 0))
         seconds[key] = (total + (row["seconds"] or 0), timed + row["timed"])
-    out: dict[int, list[AnnotatorRow]] = {pk: [] for pk in rows}
+    out: dict[int, list[AnnotatorRow]] = {}
     for (round_id, annotator_id), entry in sorted(table.items(), key=lambda kv: kv[1].username):
         total, timed = seconds[(round_id, annotator_id)]
         entry.avg_seconds = total / timed if timed else None
-        out[round_id].append(entry)
+        out.setdefault(round_id, []).append(entry)
     return out
 
 

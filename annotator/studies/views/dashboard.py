@@ -13,19 +13,22 @@ from annotator.adjudication.blind import name_annotations, names_for
 from ..access import SEE_ALL, membership_or_404, signed_in
 from ..models import Annotation, AnnotationLabel, GoldAnswer, Item, Membership
 from ..services.gold import gold_accuracy
-from ..services.progress import RoundRow, study_dashboard
+from ..services.progress import RoundRow, study_dashboard_as_of
 from ..services.unsure import UnsureFigures
 
 
 def dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
     membership = membership_or_404(request, study_id, SEE_ALL)
-    rounds = [_with_unsure(row, row.unsure) for row in study_dashboard(study=membership.study)]
+    rows, figures = study_dashboard_as_of(study=membership.study)
     context: dict[str, Any] = {
         "study": membership.study,
         "membership": membership,
-        "rounds": rounds,
+        "rounds": [_with_unsure(row, row.unsure) for row in rows],
+        "figures": figures,
     }
-    if getattr(request, "htmx", False):  # the 15 s poll refreshes the figures, not the accuracy
+    # The poll (every 15 s, or every few seconds while a job computes the annotators' tables)
+    # refreshes the figures, not the accuracy.
+    if getattr(request, "htmx", False):
         return render(request, "studies/dashboard.html#dashboard-figures", context)
     context["accuracy"] = gold_accuracy(study=membership.study)
     return render(request, "studies/dashboard.html", context)
