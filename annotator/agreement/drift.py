@@ -161,10 +161,13 @@ def drift_figures(
 def judged(figures: Mapping[str, Any], threshold: float) -> dict[str, Any]:
     """`drift_figures` judged against the threshold: each window below it or not, in words,
     and the prompt."""
+    # Windows of a few items repeat the same figures (a thousand windows hold a few hundred
+    # distinct ones): each is judged once.
+    said: dict[tuple[Any, ...], tuple[bool | None, str]] = {}
     facets = [
         {
             **{k: v for k, v in facet.items() if k != "windows"},
-            "windows": [_judged_window(w, threshold, facet["key"]) for w in facet["windows"]],
+            "windows": [_judged_window(w, threshold, said) for w in facet["windows"]],
         }
         for facet in figures["facets"]
     ]
@@ -211,21 +214,30 @@ def _facet(
     }
 
 
-def _judged_window(window: Mapping[str, Any], threshold: float, key: str) -> dict[str, Any]:
-    coefficient = {
-        "value": window["value"],
-        "ci": window["ci"],
-        "undefined_reason": window["undefined_reason"],
-        "se_note": window.get("se_note"),
-    }
+def _judged_window(
+    window: Mapping[str, Any],
+    threshold: float,
+    said: dict[tuple[Any, ...], tuple[bool | None, str]],
+) -> dict[str, Any]:
+    ci = window["ci"]
+    key = (window["value"], *(ci or ()), window["undefined_reason"], window.get("se_note"))
+    found = said.get(key)
+    if found is None:
+        coefficient = {
+            "value": window["value"],
+            "ci": ci,
+            "undefined_reason": window["undefined_reason"],
+            "se_note": window.get("se_note"),
+        }
+        found = said[key] = (_below(coefficient, threshold), judge(coefficient, threshold).text)
     return {
         "number": window["number"],
         "value": window["value"],
-        "ci": window["ci"],
+        "ci": ci,
         "n": window["n"],
         "undefined_reason": window["undefined_reason"],
-        "below": _below(coefficient, threshold),
-        "judgement": judge(coefficient, threshold, facet=key).text,
+        "below": found[0],
+        "judgement": found[1],
     }
 
 

@@ -72,7 +72,7 @@ def drift_page(request: HttpRequest, study_id: int) -> HttpResponse:
             {
                 **facet,
                 "chart": facet_chart(facet, report["threshold"]),
-                "rows": _rows(facet, windows)[shown],
+                "rows": _rows(facet["windows"][shown], windows[shown]),
             }
             for facet in report["facets"]
         ]
@@ -94,12 +94,9 @@ def drift_page(request: HttpRequest, study_id: int) -> HttpResponse:
     return render(request, "agreement/drift.html", context)
 
 
-def _rows(facet: dict[str, Any], windows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _rows(figures: list[dict[str, Any]], windows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each window's figures beside the window itself, for the table."""
-    return [
-        {**figures, "window": window}
-        for figures, window in zip(facet["windows"], windows, strict=True)
-    ]
+    return [{**f, "window": w} for f, w in zip(figures, windows, strict=True)]
 
 
 def _pager(page: int, pages: int, windows: int) -> dict[str, Any] | None:
