@@ -55,7 +55,7 @@ TARGET_SEARCH_P95_MS = 200
 TARGET_QUERIES = 50
 ROUTE_BUDGET_S = 30  # a route's requests stop once they have taken this long together
 GENERATOR = 2  # raised when the generated data changes shape: a kept database is then remade
-TOPUP = 1  # raised when `topup` adds to the data: a kept database gets the addition on reuse
+TOPUP = 2  # raised when `topup` adds to the data: a kept database gets the addition on reuse
 QUEUE = "bench_page_scale"  # its own queue: a test worker on the same Redis never takes its jobs
 REPOSITORIES = [("deepspeedai", "DeepSpeed"), ("NVIDIA", "Megatron-LM"),
                 ("hpcaitech", "ColossalAI"), ("pytorch", "pytorch")]  # fmt: skip
@@ -223,11 +223,14 @@ def generate(issues: int, items: int) -> dict[str, Any]:
     return {"ids": scene.ids, "users": people, "timings": timings, **grown}
 
 
-def topup() -> dict[str, Any]:
+def topup(study_id: int) -> dict[str, Any]:
     """What the data gained after its first shape, applied to a new database and to a kept one
     alike: the time each annotation was submitted (a real submit sets it; the drift page and the
     time to resolution read it), one every 25 s in id order from 2 March 2026, which spreads the
-    study over about three months. Returns how long each part took."""
+    study over about three months; then an agreement run of the study's last round, which
+    stores the round's drift (the drift page shows the stored figures, and those of the run at
+    generation had no submission times to order the items by). Returns how long each part
+    took."""
     migrate()
     from django.db import connection, transaction
 
@@ -245,7 +248,21 @@ def topup() -> dict[str, Any]:
         cursor.execute(f"ANALYZE {table}")
     timings["submission times"] = round(time.perf_counter() - start, 1)
     print(f"  submission times: {timings['submission times']} s", flush=True)
+    timings["agreement run (last round)"] = _last_round_run(study_id)
+    print(f"  agreement run (last round): {timings['agreement run (last round)']} s", flush=True)
     return {"topup": TOPUP, "topup_timings": timings}
+
+
+def _last_round_run(study_id: int) -> float:
+    from annotator.agreement.services import run_agreement_run, start_agreement_run
+    from annotator.studies.models import Study
+
+    start = time.perf_counter()
+    study = Study.objects.get(pk=study_id)
+    last = study.rounds.order_by("-number").first()
+    run = start_agreement_run(study=study, round=last, enqueue=False)
+    run_agreement_run(run_id=run.pk)
+    return round(time.perf_counter() - start, 1)
 
 
 def settle(timeout: float = 1800) -> dict[str, Any]:
@@ -673,7 +690,8 @@ def main() -> None:
         # The code may have moved on since the data was made: its new migrations apply first.
         child(env, "import page_scale as p; p.migrate(); print('{}')")
     if world.get("topup") != TOPUP:
-        world.update(child(env, "import page_scale as p, json; print(json.dumps(p.topup()))"))
+        code = f"import page_scale as p, json; print(json.dumps(p.topup({world['ids']['study']})))"
+        world.update(child(env, code))
         world_file.write_text(json.dumps(world))
     if args.generate_only:
         return
