@@ -55,7 +55,7 @@ TARGET_SEARCH_P95_MS = 200
 TARGET_QUERIES = 50
 ROUTE_BUDGET_S = 30  # a route's requests stop once they have taken this long together
 GENERATOR = 2  # raised when the generated data changes shape: a kept database is then remade
-TOPUP = 2  # raised when `topup` adds to the data: a kept database gets the addition on reuse
+TOPUP = 3  # raised when `topup` adds to the data: a kept database gets the addition on reuse
 QUEUE = "bench_page_scale"  # its own queue: a test worker on the same Redis never takes its jobs
 REPOSITORIES = [("deepspeedai", "DeepSpeed"), ("NVIDIA", "Megatron-LM"),
                 ("hpcaitech", "ColossalAI"), ("pytorch", "pytorch")]  # fmt: skip
@@ -233,7 +233,10 @@ def topup(done: int, world: dict[str, Any]) -> dict[str, Any]:
     2. The scene's screening round filled as weeks of screening would (benchmarks/
        screening_scale.py): 100,000 candidates (at most one per issue), a twentieth of them
        screened, a retrained ranking. The adjudicated decisions' reason is one the codebook
-       offers ("ambiguous-report")."""
+       offers ("ambiguous-report").
+    3. An agreement run of the study's last round, which stores the round's drift (the drift
+       page shows the stored figures; the run at generation had no submission times to order
+       the items by)."""
     migrate()
     from django.db import connection, transaction
 
@@ -270,6 +273,16 @@ def topup(done: int, world: dict[str, Any]) -> dict[str, Any]:
             number=world["ids"]["screening_round_number"],
         )  # fmt: skip
         step(f"screening round of {candidates:,} candidates", start)
+    if done < 3:
+        from annotator.agreement.services import run_agreement_run, start_agreement_run
+        from annotator.studies.models import Study
+
+        start = time.perf_counter()
+        study = Study.objects.get(pk=world["ids"]["study"])
+        last = study.rounds.order_by("-number").first()
+        run = start_agreement_run(study=study, round=last, enqueue=False)
+        run_agreement_run(run_id=run.pk)
+        step("agreement run (last round)", start)
     return {"topup": TOPUP, "topup_timings": {**world.get("topup_timings", {}), **timings}}
 
 

@@ -83,20 +83,26 @@ def stored_round_diagnostics(round: Round) -> StoredDiagnostics:
         .first()
     )
     run = stored.run if stored else None
+    newest = pending_round_run(round, run)
+    if stored is None or run is None:
+        return StoredDiagnostics(report=None, run=None, pending=newest)
+    finished = run.finished_at.isoformat() if run.finished_at else None
+    report = {**stored.report, "run": run.pk, "computed_at": finished}
+    return StoredDiagnostics(report=report, run=run, pending=newest)
+
+
+def pending_round_run(round: Round, after: AgreementRun | None) -> AgreementRun | None:
+    """The newest run of the round over every facet still queued or running, created after
+    `after` (the run whose stored figures a page shows): the recompute under way."""
     pending = AgreementRun.objects.filter(
         study_id=round.study_id,
         round=round,
         facets=[],
         status__in=[Job.Status.QUEUED, Job.Status.RUNNING],
     )
-    if run is not None:
-        pending = pending.filter(created_at__gt=run.created_at)
-    newest = pending.defer("result", "inputs").order_by("-created_at", "-pk").first()
-    if stored is None or run is None:
-        return StoredDiagnostics(report=None, run=None, pending=newest)
-    finished = run.finished_at.isoformat() if run.finished_at else None
-    report = {**stored.report, "run": run.pk, "computed_at": finished}
-    return StoredDiagnostics(report=report, run=run, pending=newest)
+    if after is not None:
+        pending = pending.filter(created_at__gt=after.created_at)
+    return pending.defer("result", "inputs").order_by("-created_at", "-pk").first()
 
 
 def _assignments(round: Round) -> list[dict[str, Any]]:

@@ -296,7 +296,11 @@ class AnnotatorDiagnosticsApi(APIView):
 class DriftApi(APIView):
     """Drift within a round (`?round=N`, default the last; `?window=SIZE`, default 10, at least
     5): headline alpha per window of pairable items and the recalibration prompt, the figures of
-    the page /agreement/studies/<id>/drift/. Owners and adjudicators (404 otherwise)."""
+    the page /agreement/studies/<id>/drift/. At the default window, the figures the round's
+    latest agreement run over every facet stored, with its id (`run`) and finish time
+    (`computed_at`), judged against the study's threshold now; before any run of the round:
+    `run` null, no windows or facets, a `detail` saying how to compute them and `pending_run`.
+    Another window size is computed for the request. Owners and adjudicators (404 otherwise)."""
 
     @extend_schema(
         parameters=[
@@ -306,9 +310,28 @@ class DriftApi(APIView):
         responses=OpenApiTypes.OBJECT,
     )
     def get(self, request: Request, study_id: int) -> Response:
-        from .drift_service import round_drift
-        from .drift_views import drift_params
+        from .drift_views import drift_params, drift_report
 
         study = _membership(request, study_id).study
         _, round, size = drift_params(study, request.query_params)
-        return Response(round_drift(study=study, round=round, size=size))
+        report, stored = drift_report(study, round, size)
+        if report is not None:
+            return Response(report)
+        detail = (
+            f"No drift computed for round {round.number} yet: start an agreement run of the "
+            f'round (POST /api/studies/{study.pk}/agreement-runs/ {{"round": {round.number}}}).'
+        )
+        pending = stored.pending if stored else None
+        return Response(
+            {
+                "study": study.pk,
+                "round": round.number,
+                "window": size,
+                "run": None,
+                "computed_at": None,
+                "pending_run": pending.pk if pending else None,
+                "windows": [],
+                "facets": [],
+                "detail": detail,
+            }
+        )

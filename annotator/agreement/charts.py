@@ -18,9 +18,15 @@ MARKERS = ["circle", "square", "diamond", "triangle-up", "triangle-down", "bar"]
 
 
 def trend(
-    points: Sequence[tuple[int, dict[str, float | None]]], facets: Sequence[str], threshold: float
+    points: Sequence[tuple[int, dict[str, float | None]]],
+    facets: Sequence[str],
+    threshold: float,
+    *,
+    marks: bool = True,
 ) -> dict[str, Any]:
-    """Headline α per facet over rounds: [(round number, {facet: α})] → lines and axis."""
+    """Headline α per facet over rounds: [(round number, {facet: α})] → lines and axis.
+    `marks=False`: the lines without a marker per point (`marks` empty; a drift chart of a
+    thousand windows)."""
     rounds = [number for number, _ in points]
     step = (WIDTH - 2 * PAD) / max(len(rounds) - 1, 1)
 
@@ -30,28 +36,28 @@ def trend(
     lines = []
     for k, facet in enumerate(facets):
         shape = MARKERS[k % len(MARKERS)]
-        marks: list[dict[str, Any]] = []
+        drawn: list[dict[str, Any]] = []
         for i, (number, values) in enumerate(points):
             if values.get(facet) is None:
                 continue
             mx, my = x(i), _y(values[facet])
-            marks.append(
+            drawn.append(
                 {
                     "x": mx,
                     "y": my,
                     "value": values[facet],
                     "round": number,
-                    "d": marker(shape, mx, my),
+                    "d": marker(shape, mx, my) if marks else "",
                 }
             )
-        path = " ".join(f"{m['x']},{m['y']}" for m in marks)
+        path = " ".join(f"{m['x']},{m['y']}" for m in drawn)
         lines.append(
             {
                 "facet": facet,
                 "color": PALETTE[k % len(PALETTE)],
                 "shape": shape,
                 "key": marker(shape, 6, 6),  # the legend's 12 × 12 swatch
-                "marks": marks,
+                "marks": drawn if marks else [],
                 "path": path,
             }
         )

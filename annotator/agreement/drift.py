@@ -20,6 +20,7 @@ Django; the database reads are `drift_service.py`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -33,6 +34,8 @@ from .threshold import bound_text, judge
 
 DEFAULT_WINDOW = 10
 MIN_WINDOW = 5
+CHART_MARKS = 60  # windows drawn with a mark each; beyond, the line alone
+CHART_TICKS = 10  # windows named on the axis beyond CHART_MARKS
 RULE = (
     "a facet falls below the threshold in a window when the lower bound of its headline's 95% "
     "interval is below it (the point estimate when the interval is undefined); an undefined α "
@@ -106,6 +109,22 @@ def drift(
     current_version: int,
 ) -> dict[str, Any]:
     """The windows, each facet's headline per window and the prompt (JSON-ready)."""
+    figures = drift_figures(
+        entries, facets, size=size, version_names=version_names, current_version=current_version
+    )
+    return judged(figures, threshold)
+
+
+def drift_figures(
+    entries: Sequence[Entry],
+    facets: Sequence[FacetRows],
+    *,
+    size: int,
+    version_names: Mapping[int, str],
+    current_version: int,
+) -> dict[str, Any]:
+    """The windows and each facet's headline per window, not yet judged against a threshold
+    (`judged` does that): what an agreement run stores, since the threshold may change after."""
     bounds = window_bounds(len(entries), size)
     windows: list[dict[str, Any]] = []
     previous: frozenset[int] | None = None
@@ -129,22 +148,44 @@ def drift(
             }
         )
         previous = versions
-    out_facets = [_facet(f, entries, bounds, threshold) for f in facets]
     return {
         "window": size,
         "min_window": MIN_WINDOW,
-        "threshold": threshold,
-        "rule": RULE,
         "version": _name(current_version, version_names),
         "pairable_items": len(entries),
         "windows": windows,
-        "facets": out_facets,
-        "prompt": _prompt(out_facets, threshold),
+        "facets": [_facet(f, entries, bounds) for f in facets],
+    }
+
+
+def judged(figures: Mapping[str, Any], threshold: float) -> dict[str, Any]:
+    """`drift_figures` judged against the threshold: each window below it or not, in words,
+    and the prompt."""
+    # Windows of a few items repeat the same figures (a thousand windows hold a few hundred
+    # distinct ones): each is judged once.
+    said: dict[tuple[Any, ...], tuple[bool | None, str]] = {}
+    facets = [
+        {
+            **{k: v for k, v in facet.items() if k != "windows"},
+            "windows": [_judged_window(w, threshold, said) for w in facet["windows"]],
+        }
+        for facet in figures["facets"]
+    ]
+    return {
+        "window": figures["window"],
+        "min_window": figures["min_window"],
+        "threshold": threshold,
+        "rule": RULE,
+        "version": figures["version"],
+        "pairable_items": figures["pairable_items"],
+        "windows": figures["windows"],
+        "facets": facets,
+        "prompt": _prompt(facets, threshold),
     }
 
 
 def _facet(
-    facet: FacetRows, entries: Sequence[Entry], bounds: Sequence[tuple[int, int]], threshold: float
+    facet: FacetRows, entries: Sequence[Entry], bounds: Sequence[tuple[int, int]]
 ) -> dict[str, Any]:
     row_of: dict[Hashable, int] = {int(item): r for r, item in enumerate(facet.items)}
     name = "krippendorff_alpha_masi" if facet.table.multilabel else "krippendorff_alpha"
@@ -152,17 +193,16 @@ def _facet(
     for number, (start, stop) in enumerate(bounds, start=1):
         keep = [row_of[e.item] for e in entries[start:stop] if e.item in row_of]
         _, result = headline(rows_of(facet.table, keep))
-        coefficient = result.to_dict()
-        judgement = judge(coefficient, threshold, facet=facet.key)
+        # The fields `result.to_dict()` would give (JSON-ready: non-finite floats None), read
+        # alone: converting the whole result costs more than computing it on a few items.
         out.append(
             {
                 "number": number,
-                "value": coefficient["value"],
-                "ci": coefficient["ci"],
-                "n": coefficient["n_pairable_units"],
-                "undefined_reason": coefficient["undefined_reason"],
-                "below": _below(coefficient, threshold),
-                "judgement": judgement.text,
+                "value": _finite(result.value),
+                "ci": [_finite(x) for x in result.ci] if result.ci is not None else None,
+                "n": int(result.n_pairable_units),
+                "undefined_reason": result.undefined_reason,
+                "se_note": result.se_note,  # why no interval, for the judgement
             }
         )
     return {
@@ -172,6 +212,39 @@ def _facet(
         "headline": name,
         "windows": out,
     }
+
+
+def _judged_window(
+    window: Mapping[str, Any],
+    threshold: float,
+    said: dict[tuple[Any, ...], tuple[bool | None, str]],
+) -> dict[str, Any]:
+    ci = window["ci"]
+    key = (window["value"], *(ci or ()), window["undefined_reason"], window.get("se_note"))
+    found = said.get(key)
+    if found is None:
+        coefficient = {
+            "value": window["value"],
+            "ci": ci,
+            "undefined_reason": window["undefined_reason"],
+            "se_note": window.get("se_note"),
+        }
+        found = said[key] = (_below(coefficient, threshold), judge(coefficient, threshold).text)
+    return {
+        "number": window["number"],
+        "value": window["value"],
+        "ci": ci,
+        "n": window["n"],
+        "undefined_reason": window["undefined_reason"],
+        "below": found[0],
+        "judgement": found[1],
+    }
+
+
+def _finite(x: Any) -> Any:
+    if hasattr(x, "item"):  # a numpy scalar
+        x = x.item()
+    return None if isinstance(x, float) and not math.isfinite(x) else x
 
 
 def _below(coefficient: Mapping[str, Any], threshold: float) -> bool | None:
@@ -218,6 +291,18 @@ def _name(version: int, names: Mapping[int, str]) -> str:
 
 
 def facet_chart(facet: Mapping[str, Any], threshold: float) -> dict[str, Any]:
-    """The headline per window as `charts.trend` geometry (one line; x = window number)."""
+    """The headline per window as `charts.trend` geometry (one line; x = window number).
+    Beyond CHART_MARKS windows the line is drawn without a mark per window (they would
+    overlap: a round of 10,000 items has a thousand windows of 10 across 528 units) and about
+    ten windows are named on the axis, the last among them."""
     points = [(w["number"], {facet["key"]: w["value"]}) for w in facet["windows"]]
-    return charts.trend(points, [facet["key"]], threshold)
+    if len(points) <= CHART_MARKS:
+        return charts.trend(points, [facet["key"]], threshold)
+    chart = charts.trend(points, [facet["key"]], threshold, marks=False)
+    axis = chart["rounds"]
+    step = math.ceil(len(axis) / CHART_TICKS)
+    named = list(range(0, len(axis), step))
+    if len(axis) - 1 - named[-1] < step / 2:
+        named.pop()
+    chart["rounds"] = [axis[i] for i in [*named, len(axis) - 1]]
+    return chart

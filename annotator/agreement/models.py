@@ -149,6 +149,24 @@ class AnnotatorDiagnostics(models.Model):
         return f"annotator diagnostics of agreement run {self.run_id}"
 
 
+class DriftReport(models.Model):
+    """Drift within one round (`drift_service`) at the default window, computed by an
+    agreement run of that round over every facet and stored with it: the figures per window,
+    not yet judged against the threshold (the page judges them against the study's threshold
+    of the moment). The drift page and API read them with the run's time; a round of 10,000
+    items takes seconds to compute, so no view does it at that window."""
+
+    run = models.OneToOneField(
+        AgreementRun, on_delete=models.CASCADE, primary_key=True, related_name="drift_report"
+    )
+    window = models.PositiveIntegerField(help_text="pairable items per window")
+    report = models.JSONField(help_text="the figures, as drift.drift_figures gives them")
+    seconds = models.FloatField(default=0, help_text="time to read and compute them")
+
+    def __str__(self) -> str:
+        return f"drift of agreement run {self.run_id} (windows of {self.window})"
+
+
 class CalibrationPass(models.Model):
     """A round marked "passed calibration": its run met the study's threshold on every facet,
     judged on the lower bound of each facet's 95% interval (`threshold.calibration_verdict`).

@@ -33,6 +33,7 @@ from .models import (
     AgreementSettings,
     AnnotatorDiagnostics,
     CalibrationPass,
+    DriftReport,
 )
 from .sql import completed_round
 from .summary import PER_CATEGORY_JACKKNIFE_LIMIT, conventions, facet_summary
@@ -108,6 +109,7 @@ def run_agreement_run(*, run_id: int) -> None:
                 run, on_progress=lambda p: report_progress(AgreementRun, run.pk, progress=p)
             )
             diagnostics = _annotator_diagnostics(run, table)
+            drift = _round_drift(run, table)
         except Exception as error:
             logger.exception("agreement run %s failed", run.pk)
             _fail(run.pk, f"{type(error).__name__}: {error}")
@@ -123,6 +125,8 @@ def run_agreement_run(*, run_id: int) -> None:
             )
             if finished and diagnostics is not None:
                 AnnotatorDiagnostics.objects.create(run_id=run.pk, **diagnostics)
+            if finished and drift is not None:
+                DriftReport.objects.create(run_id=run.pk, **drift)
 
 
 def _annotator_diagnostics(run: AgreementRun, table: LabelTable) -> dict[str, Any] | None:
@@ -138,6 +142,22 @@ def _annotator_diagnostics(run: AgreementRun, table: LabelTable) -> dict[str, An
         study=run.study, round=run.round, version=run.codebook_version, labels=table
     )
     return {"report": report, "seconds": round(time.perf_counter() - started, 4)}
+
+
+def _round_drift(run: AgreementRun, table: LabelTable) -> dict[str, Any] | None:
+    """A run of one round over every facet also computes the round's drift at the default
+    window from the labels it read (the drift page shows the latest); None otherwise."""
+    from .drift import DEFAULT_WINDOW
+    from .drift_service import round_drift_figures
+
+    if run.round is None or run.facets:
+        return None
+    started = time.perf_counter()
+    report = round_drift_figures(
+        study=run.study, round=run.round, version=run.codebook_version, labels=table
+    )
+    seconds = round(time.perf_counter() - started, 4)
+    return {"window": DEFAULT_WINDOW, "report": report, "seconds": seconds}
 
 
 def compute_result(

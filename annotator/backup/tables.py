@@ -356,6 +356,10 @@ NOT_ARCHIVED = {
         "per-annotator diagnostics an agreement run derived from the archived labels and "
         "decisions: the diagnostics page recomputes them with a run of the round"
     ),
+    "agreement.driftreport": (
+        "drift per window an agreement run derived from the archived labels: the drift page "
+        "recomputes it with a run of the round"
+    ),
     # Near-duplicates (annotator/similarity): groups, pairs, passes and similar issues are
     # computed over the whole shared pool of issues, not a study's, and a pass makes them again.
     "similarity.duplicatepass": "a run of the near-duplicate pass over the shared pool",

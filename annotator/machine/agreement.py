@@ -9,9 +9,12 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import numpy.typing as npt
 from django.db.models import F
 
-from annotator.agreement.partitions import INTERVAL, Cell, Column, facet_partitions
+from annotator.agreement._table import MISSING
+from annotator.agreement.partitions import INTERVAL, Cell, Column, Scale, coded_partitions
 
 from .models import MachineCall
 
@@ -76,26 +79,42 @@ def _rater_rows(rows: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
 def _facet(
     facet: FacetTable, names: list[str], answers: dict[Column, dict[int, dict[str, list[str]]]]
 ) -> dict[str, Any]:
+    """One facet's partitions, coded: the humans' codes are the run's table itself (its
+    single-choice values are the declared categories, its label sets join the scale), and
+    each machine column codes only the items it answered."""
     table = facet.table
-    codes = table.codes.tolist()
-    humans = [[table.values[c] if c >= 0 else None for c in row] for row in codes]
     labels = [c["code"] for c in facet.categories]
+    multilabel = facet.multilabel
+    scale = Scale(labels, multilabel, table.values if multilabel else ())
+    if not multilabel and list(table.values) != labels:
+        raise ValueError(f"facet {facet.key}: the table's values are not its categories")
     known = set(labels)
     machines = {
-        column: [
-            _cell(by_item.get(int(i)), facet.key, facet.multilabel, known) for i in facet.items
-        ]
-        for column, by_item in answers.items()
+        column: _machine_codes(facet, by_item, scale, known) for column, by_item in answers.items()
     }
-    return facet_partitions(
+    return coded_partitions(
         key=facet.key,
         name=facet.name,
-        multilabel=facet.multilabel,
-        categories=labels,
-        humans=humans,
+        scale=scale,
+        humans=table.codes,
         human_names=names,
         machines=machines,
     )
+
+
+def _machine_codes(
+    facet: FacetTable, by_item: dict[int, dict[str, list[str]]], scale: Scale, known: set[str]
+) -> npt.NDArray[np.int64]:
+    """The machine's code on each row of the facet's table (-1: no answer there)."""
+    out = np.full(len(facet.items), MISSING, dtype=np.int64)
+    items = np.fromiter(by_item, dtype=np.int64, count=len(by_item))
+    rows = np.searchsorted(facet.items, items)  # the table's items are ascending ids
+    inside = rows < len(facet.items)
+    inside[inside] = facet.items[rows[inside]] == items[inside]
+    answered = list(by_item.values())
+    for i in np.flatnonzero(inside).tolist():
+        out[rows[i]] = scale.add(_cell(answered[i], facet.key, facet.multilabel, known))
+    return out
 
 
 def _cell(labels: dict[str, list[str]] | None, key: str, multilabel: bool, known: set[str]) -> Cell:

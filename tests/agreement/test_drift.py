@@ -1,4 +1,4 @@
-# ruff: noqa: RUF003 -- α on the page.
+# ruff: noqa: RUF001, RUF003 -- α and the en dash of a range on the page.
 """Drift within a round: the windows (pure), a round whose agreement drops half-way, one that
 stays high, a codebook-version change, who sees the page, the API against the page and a query
 count that does not grow with the items."""
@@ -14,8 +14,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotator.agreement.drift import MIN_WINDOW, Entry, timeline, window_bounds
-from annotator.agreement.drift_service import round_drift
+from annotator.agreement import drift_views
+from annotator.agreement.drift import MIN_WINDOW, Entry, facet_chart, timeline, window_bounds
+from annotator.agreement.drift_service import round_drift, stored_round_drift
+from annotator.agreement.models import AgreementRun, DriftReport
+from annotator.agreement.services import run_agreement_run, set_threshold, start_agreement_run
 from annotator.studies.models import Annotation, Item, Membership
 from annotator.studies.services import add_member, next_assignment, submit_annotation
 from taxonomy_app.models import CodebookVersion
@@ -80,6 +83,13 @@ def drift_world(*, items: int = 40, drop_after: int | None = 20, seed: int = 5) 
     return world
 
 
+def computed(world: World, **kwargs) -> AgreementRun:
+    """An agreement run of the world's round over every facet (it stores the drift)."""
+    run = start_agreement_run(study=world.study, round=world.round, enqueue=False, **kwargs)
+    run_agreement_run(run_id=run.pk)
+    return AgreementRun.objects.get(pk=run.pk)
+
+
 def facet_of(report, key):
     return next(f for f in report["facets"] if f["key"] == key)
 
@@ -117,6 +127,10 @@ def test_agreement_that_drops_half_way_is_low_in_the_last_window_and_prompts(cli
         "consider a recalibration round"
     )
     client.force_login(world.owner)
+    html = client.get(page_url(world)).content.decode()
+    assert "version changed" not in html  # nothing stored yet: no figures on the page
+    assert "has not been computed yet" in html and "fell below" not in html
+    computed(world)
     html = client.get(page_url(world)).content.decode()
     assert "fell below the threshold on Symptom, Fix pattern" in html
     assert "data-drift-prompt" in html and "<svg" in html
@@ -161,6 +175,7 @@ def test_a_codebook_version_change_mid_round_is_marked(client):
     assert facet_of(report, "symptom")["windows"][-1]["value"] is None
     assert facet_of(report, "symptom")["windows"][2]["n"] == 5
     assert report["prompt"] is None
+    computed(world)
     client.force_login(world.owner)
     html = client.get(page_url(world)).content.decode()
     assert html.count('data-window="3" data-version-changed') == 1
@@ -274,3 +289,104 @@ def test_a_round_without_a_window_reads_no_labels_and_shows_the_same(pairable):
     assert report["windows"] == [] and report["pairable_items"] == pairable
     assert {**report, "pairable_items": 0} == drift_with_every_label_read(world, 10)
     assert not any("annotationlabel" in q["sql"] for q in queries)
+
+
+# --- stored by the agreement run of the round -------------------------------------------------
+def without_run(report: dict) -> dict:
+    return {k: v for k, v in report.items() if k not in ("run", "computed_at")}
+
+
+@pytest.mark.django_db
+def test_a_run_of_the_round_stores_the_figures_the_page_would_compute(client):
+    world = drift_world()
+    run = computed(world)
+    stored = stored_round_drift(study=world.study, round=world.round)
+    assert stored.run == run and stored.pending is None
+    assert stored.report is not None
+    assert stored.report["run"] == run.pk
+    assert stored.report["computed_at"] == run.finished_at.isoformat()
+    assert without_run(stored.report) == round_drift(study=world.study, round=world.round)
+    client.force_login(world.owner)
+    page = client.get(page_url(world))
+    html = page.content.decode()
+    assert f'Computed by <a href="{run.get_absolute_url()}">agreement run {run.pk}</a>' in html
+    assert ">Recompute for round" in html
+    assert client.get(api_url(world)).json() == json.loads(json.dumps(page.context["report"]))
+
+
+@pytest.mark.django_db
+def test_stored_figures_are_judged_against_the_threshold_of_the_moment():
+    world = drift_world()
+    computed(world)
+    assert stored_round_drift(study=world.study, round=world.round).report["prompt"] is not None
+    set_threshold(study=world.study, threshold=0.01)
+    report = stored_round_drift(study=world.study, round=world.round).report
+    first = facet_of(report, "symptom")["windows"][0]
+    assert report["threshold"] == 0.01 and "meets α ≥ 0.01" in first["judgement"]
+    assert without_run(report) == round_drift(study=world.study, round=world.round)
+
+
+@pytest.mark.django_db
+def test_runs_of_every_round_or_of_chosen_facets_store_no_drift():
+    world = drift_world(items=10)
+    every_round = start_agreement_run(study=world.study, enqueue=False)
+    run_agreement_run(run_id=every_round.pk)
+    computed(world, facets=["symptom"])
+    assert not DriftReport.objects.exists()
+
+
+@pytest.mark.django_db
+def test_before_any_run_the_page_offers_to_compute_and_the_api_says_how(client):
+    world = drift_world(items=10)
+    pending = start_agreement_run(study=world.study, round=world.round, enqueue=False)
+    client.force_login(world.owner)
+    html = client.get(page_url(world)).content.decode()
+    assert "has not been computed yet" in html and ">Compute for round" in html
+    assert f"agreement run {pending.pk}</a> (queued)" in html
+    assert "data-window=" not in html
+    data = client.get(api_url(world)).json()
+    assert data["run"] is None and data["windows"] == [] and data["facets"] == []
+    assert data["pending_run"] == pending.pk and "agreement-runs" in data["detail"]
+
+
+@pytest.mark.django_db
+def test_the_tables_show_a_page_of_windows_the_last_by_default(client, monkeypatch):
+    monkeypatch.setattr(drift_views, "PAGE_WINDOWS", 5)
+    world = drift_world(items=60)  # 12 windows of 5
+    client.force_login(world.owner)
+    html = client.get(page_url(world, window=5)).content.decode()
+    assert "Windows 11–12 of 12 in the tables (page 3 of 3" in html
+    assert 'data-window="11"' in html and 'data-window="10"' not in html
+    first = client.get(page_url(world, window=5, page=1)).content.decode()
+    assert 'data-window="1"' in first and 'data-window="6"' not in first
+    assert "page=2" in first and 'rel="prev"' not in first
+    assert client.get(page_url(world, window=5, page=4)).status_code == 400
+
+
+def test_a_chart_of_many_windows_draws_the_line_and_names_about_ten():
+    windows = [{"number": n, "value": 0.5 + (n % 7) / 20} for n in range(1, 1112)]
+    chart = facet_chart({"key": "symptom", "windows": windows}, 0.8)
+    (line,) = chart["lines"]
+    assert line["marks"] == [] and line["path"].count(",") == 1111
+    named = [tick["round"] for tick in chart["rounds"]]
+    assert 9 <= len(named) <= 11 and named[0] == 1 and named[-1] == 1111
+    few = facet_chart({"key": "symptom", "windows": windows[:20]}, 0.8)
+    assert len(few["lines"][0]["marks"]) == 20 and len(few["rounds"]) == 20
+
+
+# The user, the membership (with study and codebook version), the rounds; the stored drift with
+# its run; a newer run of the round; the threshold. None per item or per window.
+STORED_PAGE_QUERY_COUNT = 6
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("items", [10, 40])
+def test_the_stored_page_s_query_count_does_not_grow(client, items):
+    world = drift_world(items=items, drop_after=items // 2)
+    computed(world)
+    client.force_login(world.owner)
+    url = page_url(world)
+    client.get(url)
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(url).status_code == 200
+    assert len(queries) == STORED_PAGE_QUERY_COUNT, [q["sql"][:90] for q in queries]

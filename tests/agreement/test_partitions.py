@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from annotator.agreement.partitions import MARGIN, facet_partitions, verdict
+from annotator.agreement.stats import krippendorff_alpha
 
 CODES = ["failure", "hang", "oom", "crash", "slow"]
 HUMANS = ["ann1", "ann2", "ann3"]
@@ -235,6 +236,47 @@ def test_label_sets_use_masi_alpha_and_count_per_label():
     # label a: both humans chose it on the first kind of item; b: both only on the second
     assert per_label["a"]["human_majority"] == 5 and per_label["a"]["machine"] == 10
     assert per_label["b"]["human_majority"] == 5 and per_label["b"]["both"] == 0
+
+
+@pytest.mark.parametrize("multilabel", [False, True])
+def test_coded_tables_give_the_figures_of_the_cells_to_the_last_bit(multilabel):
+    """The partitions code the cells once against a Scale and slice integer arrays; each table
+    must be the one `encode_table` makes of the same cells (label sets in its order, which is
+    not the declared one here), so every figure is equal, not merely close."""
+    rng = random.Random(7)
+    if multilabel:
+        cells: list[Any] = [
+            frozenset(s) for s in (["b"], ["a"], ["c", "a"], ["b", "c"], ["a", "b", "c"])
+        ]
+        categories, distance = ["c", "b", "a"], "masi"
+    else:
+        cells, categories, distance = list(CODES), list(CODES), None
+    rows = [[rng.choice([*cells, None]) for _ in HUMANS] for _ in range(80)]
+    machine = [rng.choice([*cells[1:], None]) for _ in range(80)]
+    result = facet_partitions(
+        key="f", name="F", multilabel=multilabel, categories=categories,
+        humans=rows, human_names=HUMANS, machines={("llm", 0): machine},
+    )  # fmt: skip
+
+    def figures(table: list[list[Any]]) -> tuple[Any, ...]:
+        found = krippendorff_alpha(table, categories=None if multilabel else categories,
+                                   distance=distance)  # fmt: skip
+        return found.value, found.se, list(found.ci) if found.ci else None
+
+    def stored(alpha: dict[str, Any]) -> tuple[Any, ...]:
+        return alpha["value"], alpha["se"], alpha["ci"]
+
+    assert stored(result["human_human"]) == figures(rows)
+    pooled = [[*row, said] for row, said in zip(rows, machine, strict=True)]
+    assert stored(result["pooled"]) == figures(pooled)
+    keep = [u for u, row in enumerate(rows) if machine[u] is not None and sum(
+        c is not None for c in row) >= 2]  # fmt: skip
+    test = result["raters"][0]["substitution"]
+    assert stored(test["humans"]) == figures([rows[u] for u in keep])
+    for h, replaced in enumerate(test["replaced"]):
+        swapped = [[machine[u] if c == h and cell is not None else cell
+                    for c, cell in enumerate(rows[u])] for u in keep]  # fmt: skip
+        assert stored(replaced) == figures(swapped)
 
 
 def test_the_partitions_core_imports_no_django():
