@@ -85,8 +85,7 @@ def import_issues(
     if user is None and job is not None:
         user = job.created_by
     writer = RecordWriter(job=job, user=user)
-    parsed = _ParsedAhead(records, BATCH_SIZE, prepare=writer.prepare)
-    with transaction.atomic(), parsed as batches:
+    with transaction.atomic(), _ParsedAhead(records, BATCH_SIZE) as batches:
         read = 0
         for batch in batches:
             writer.write(batch)
@@ -184,24 +183,16 @@ def start_import_job(
 class _ParsedAhead(threading.Thread):
     """The records in batches, in order, parsed in a thread of its own ahead of the writer: the
     writer's statements leave the interpreter free while PostgreSQL works (the search vectors
-    are most of the upsert's time), and the parse (JSON, the depth scan) and the writer's
-    `prepare` (hashes, the rows' long values in COPY's form) fill that time on the machine's
-    other core. Holds at most PARSED_AHEAD batches, so memory stays flat; a
+    are most of the upsert's time), and the parse (JSON, the depth scan, hashes) fills that time
+    on the machine's other core. Holds at most PARSED_AHEAD batches, so memory stays flat; a
     parse error is raised in order, after the batches before it. Use it as a context manager:
     leaving the block stops the parse, however the block ends."""
 
-    def __init__(
-        self,
-        records: Iterable[Any],
-        size: int,
-        *,
-        prepare: Callable[[list[Any]], list[Any]] | None = None,
-    ) -> None:
+    def __init__(self, records: Iterable[Any], size: int) -> None:
         super().__init__(name="import-parser", daemon=True)
         self._batches: queue.Queue[list[Any] | BaseException | None] = queue.Queue(PARSED_AHEAD)
         self._stopped = threading.Event()
         self._records, self._size = records, size
-        self._prepare = prepare or (lambda batch: batch)
 
     def __enter__(self) -> Iterator[list[Any]]:
         self.start()
@@ -225,10 +216,10 @@ class _ParsedAhead(threading.Thread):
                     return
                 batch.append(record)
                 if len(batch) == self._size:
-                    self._put(self._prepare(batch))
+                    self._put(batch)
                     batch = []
             if batch:
-                self._put(self._prepare(batch))
+                self._put(batch)
             self._put(None)
         except BaseException as error:  # MemoryError too: the job reports it
             self._put(error)

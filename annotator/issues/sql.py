@@ -205,20 +205,7 @@ class _CopyStream:
         return self.read(size)
 
 
-class CopyText(str):
-    """A value already in COPY's text format (`copy_text`), written as it is."""
-
-
-def copy_text(value: Any) -> CopyText:
-    """`value` in COPY's text format, ahead of the COPY: the import encodes its rows' long
-    values (the raw object's JSON, the body) in its parser thread, beside PostgreSQL's work,
-    instead of in the writer while the server waits for the rows."""
-    return CopyText(_copy_value(value))
-
-
 def _copy_value(value: Any) -> str:
-    if isinstance(value, CopyText):
-        return value
     if value is None:
         return "\\N"
     if isinstance(value, bool):

@@ -12,13 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
 from django.utils import timezone
 
 from .bulk import ISSUE_COLUMNS, count_stored_comments, upsert_issue_rows
 from .formats import CommentRecord, ImportFormatError, IssueRecord
 from .models import KNOWN_RENAMES, ImportJob, Issue, IssueComment, IssueRevision, Repository
-from .sql import copy_text
 
 COMMENT_FIELDS = ["github_id", "author", "body", "created_at", "updated_at", "raw", "content_hash"]
 
@@ -94,31 +92,8 @@ class RecordWriter:
         self.counts = ImportCounts()
         self._repositories: dict[str, Repository] = {}
         self._written: dict[int, bytearray] = {}
-        # Where rows go through COPY (bulk.upsert_issue_rows), `prepare` encodes their long
-        # values for it; decided here, in the writer's thread, which holds the connection.
-        self._encode = connection.vendor == "postgresql"
-        self._prepared: dict[int, _Prepared] = {}
-
-    def prepare(self, batch: list[Any]) -> PreparedBatch:
-        """The work on a batch that needs no database (each issue's content hash, its long
-        values in COPY's text form), done where the caller likes: the import does it in its
-        parser thread while the writer waits on PostgreSQL (100,000 issues: about a third of
-        the writer's own CPU). Pure: errors stay the writer's to raise, in order."""
-        prepared = PreparedBatch(batch)
-        for record in batch:
-            if isinstance(record, IssueRecord):
-                prepared.issues[id(record)] = _prepare(record, encode=self._encode)
-        return prepared
 
     def write(self, batch: list[IssueRecord | CommentRecord]) -> None:
-        # Keyed by id(): the batch holds its records alive until the writer is done with it.
-        self._prepared = batch.issues if isinstance(batch, PreparedBatch) else {}
-        try:
-            self._write(batch)
-        finally:
-            self._prepared = {}
-
-    def _write(self, batch: list[IssueRecord | CommentRecord]) -> None:
         issues = [r for r in batch if isinstance(r, IssueRecord)]
         comments = [r for r in batch if isinstance(r, CommentRecord)]
         if issues:
@@ -150,7 +125,7 @@ class RecordWriter:
             key = (repo.pk, record.number)
             earlier = by_key.get(key)
             if earlier is not None:
-                self._duplicate(earlier.index, self._hash(earlier), record)
+                self._duplicate(earlier.index, earlier.content_hash(), record)
                 continue
             by_key[key] = record
         existing = self._existing_issues(by_key)
@@ -165,22 +140,18 @@ class RecordWriter:
             self._mark_written(repo_id, number)
             if stored is None:
                 self.counts.created += 1
-            elif stored[1] == self._hash(record):
+            elif stored[1] == record.content_hash():
                 self.counts.unchanged += 1
                 continue
             else:
                 self.counts.updated += 1
                 updated[stored[0]] = record
-            to_write.append(_issue_row(repo_id, record, self._prepared.get(id(record))))
+            to_write.append(_issue_row(repo_id, record))
         rewritten = self._keep_revisions(updated)
         ids = upsert_issue_rows(to_write)
         if rewritten:
             Issue.objects.filter(pk__in=rewritten).update(changed_at=timezone.now())
         return ids
-
-    def _hash(self, record: IssueRecord) -> str:
-        prepared = self._prepared.get(id(record))
-        return prepared.content_hash if prepared else record.content_hash()
 
     def _keep_revisions(self, updated: dict[int, IssueRecord]) -> list[int]:
         """Before the upsert: the issues whose title or body the batch changes, with the text
@@ -231,7 +202,7 @@ class RecordWriter:
         return found
 
     def _duplicate(self, earlier_index: int | None, earlier_hash: str, record: IssueRecord) -> None:
-        if earlier_hash == self._hash(record):
+        if earlier_hash == record.content_hash():
             self.counts.skip(f"record {record.index}: duplicate of issue #{record.number}")
             return
         where = f"record {earlier_index}" if earlier_index else "an earlier record"
@@ -343,38 +314,8 @@ def _numbered(queryset: Any, numbers: Iterable[int], field: str = "number") -> A
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    content_hash: str
-    encoded: dict[str, Any]  # columns already in COPY's text form (sql.copy_text)
-
-
-class PreparedBatch(list[Any]):
-    """A batch of records with what RecordWriter.prepare computed for its issues."""
-
-    def __init__(self, records: list[Any]) -> None:
-        super().__init__(records)
-        self.issues: dict[int, _Prepared] = {}
-
-
-def _prepare(record: IssueRecord, *, encode: bool) -> _Prepared:
-    encoded = (
-        {
-            "title": copy_text(record.title),
-            "body": copy_text(record.body),
-            "labels": copy_text(list(record.labels)),
-            "raw": copy_text(record.raw),
-        }
-        if encode
-        else {}
-    )
-    return _Prepared(record.content_hash(), encoded)
-
-
-def _issue_row(
-    repository_id: int, record: IssueRecord, prepared: _Prepared | None = None
-) -> tuple[Any, ...]:
-    """The record as a row in bulk.ISSUE_COLUMNS order (with the values `prepared` holds)."""
+def _issue_row(repository_id: int, record: IssueRecord) -> tuple[Any, ...]:
+    """The record as a row in bulk.ISSUE_COLUMNS order."""
     values = {
         "repository_id": repository_id,
         "number": record.number,
@@ -392,10 +333,8 @@ def _issue_row(
         "html_url": record.html_url,
         "comments_count": record.comments_count,
         "raw": record.raw,
-        "content_hash": prepared.content_hash if prepared else record.content_hash(),
+        "content_hash": record.content_hash(),
     }
-    if prepared:
-        values.update(prepared.encoded)
     return tuple(values[column] for column in ISSUE_COLUMNS)
 
 
