@@ -18,7 +18,7 @@ import json
 from functools import cached_property
 from typing import Any
 
-from django.core.paginator import Paginator
+from django.core.paginator import Page, Paginator
 from django.db import connection
 from django.db.models import QuerySet
 
@@ -36,14 +36,30 @@ def planned_rows(queryset: QuerySet[Any, Any]) -> int | None:
 
 class EstimatedPaginator(Paginator):
     """A Paginator whose `count` is the planner's estimate when that passes `exact_limit`
-    (`count_is_estimate` then says so), else exact."""
+    (`count_is_estimate` then says so), else exact.
+
+    A queryset whose rows carry the count (`rows_count_field()`: a window count over the
+    matches, as a ranked search's) is counted from its first page, which is kept for page 1:
+    the matches are found once, not once to count and once to list (a rare search at a
+    million issues: 26 to 55 ms of the count's own GIN and heap reads)."""
 
     exact_limit = EXACT_COUNT_LIMIT
     count_is_estimate = False
+    _first_page: list[Any] | None = None
+
+    def page(self, number: Any) -> Page:
+        number = self.validate_number(number)  # counts, keeping the first page if it can
+        if number == 1 and self._first_page is not None:
+            return Page(self._first_page, number, self)
+        return super().page(number)
 
     @cached_property
     def count(self) -> int:
         rows = self.object_list
+        field = getattr(rows, "rows_count_field", lambda: None)()
+        if field is not None:
+            self._first_page = list(rows[: self.per_page])
+            return getattr(self._first_page[0], field) if self._first_page else 0
         estimate = planned_rows(rows) if isinstance(rows, QuerySet) else None
         if estimate is None or estimate <= self.exact_limit:
             return Paginator.count.func(self)  # type: ignore[attr-defined]

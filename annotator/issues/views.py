@@ -10,6 +10,7 @@ from annotator.dispatch import warn_if_waiting
 from annotator.job_pages import job_status_page
 from annotator.paging import EstimatedPaginator
 
+from . import models as issue_models
 from .access import require_importer
 from .forms import ImportForm
 from .models import ISSUE_FILTERS, ImportJob, Issue, IssueComment, Repository
@@ -31,6 +32,7 @@ def issue_list(request: HtmxHttpRequest) -> HttpResponse:
     context = {
         "page": page,
         "ranked": issues.is_ranked(),
+        "rank_window": issue_models.RANK_WINDOW,
         "not_searchable": pending_issue_count() if filters["q"] else 0,
         "filters": filters,
         "repositories": Repository.objects.all(),

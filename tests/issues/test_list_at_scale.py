@@ -1,5 +1,6 @@
 """The issue list at scale: counts past a limit are the database's estimate and say so, broad
-searches list newest first and say so, date windows take whole days."""
+searches list newest first and say so, ranked searches rank their newest matches and count them
+in the same pass, date windows take whole days."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from annotator.issues import models as issue_models
@@ -149,3 +151,60 @@ def test_a_large_import_refreshes_the_planner_statistics_when_it_commits(
 
     assert search.pending_issue_count() == 0
     assert planned_rows(issue_models.Issue.objects.all()) == 30
+
+
+def test_a_ranked_search_ranks_its_newest_matches_and_lists_the_rest_newest_first(
+    logged_in_client, monkeypatch
+):
+    """Past RANK_WINDOW matches only the newest are ranked (reading a vector per ranked match);
+    the older ones follow, newest first, and every match is still listed and counted."""
+    repository = RepositoryFactory()
+    for n in range(1, 9):
+        # Odd numbers say "deadlock" three times, so they rank above the even ones.
+        IssueFactory(
+            repository=repository,
+            number=n,
+            title="deadlock" + " deadlock deadlock" * (n % 2),
+            created_at=datetime(2023, 1, n, tzinfo=UTC),
+        )
+    index_pending_issues()
+    monkeypatch.setattr(issue_models, "RANK_WINDOW", 4)
+
+    response = logged_in_client.get(reverse("issues:list"), {"q": "deadlock"})
+
+    numbers = [issue.number for issue in response.context["page"].object_list]
+    assert response.context["ranked"]
+    assert numbers == [7, 5, 8, 6, 4, 3, 2, 1]  # the newest four by rank, then by age
+    assert response.context["page"].paginator.count == 8
+    assert "8 issues" in response.content.decode()
+    assert "The newest 4 matches by relevance, then the older ones" in response.content.decode()
+    monkeypatch.setattr(issue_models, "RANK_WINDOW", 8)
+    everything = logged_in_client.get(reverse("issues:list"), {"q": "deadlock"})
+    assert [issue.number for issue in everything.context["page"].object_list][:4] == [7, 5, 3, 1]
+    assert "The newest" not in everything.content.decode()  # all 8 ranked
+
+
+def test_a_ranked_search_is_counted_from_its_first_page_without_a_count_query(
+    logged_in_client, thirty_issues
+):
+    with CaptureQueriesContext(connection) as queries:
+        response = logged_in_client.get(reverse("issues:list"), {"q": "nccl timeout"})
+
+    assert response.context["ranked"] and response.context["page"].paginator.count == 30
+    counts = [q["sql"] for q in queries if "COUNT(*)" in q["sql"] and "@@" in q["sql"]]
+    assert counts == []
+    second = logged_in_client.get(reverse("issues:list"), {"q": "nccl timeout", "page": 2})
+    assert [issue.number for issue in second.context["page"].object_list][-1] == 1
+    assert second.context["page"].paginator.count == 30
+    empty = logged_in_client.get(reverse("issues:list"), {"q": "nothingmatchesthis"})
+    assert empty.context["page"].paginator.count == 0
+    assert "No issues match." in empty.content.decode()
+
+
+def test_the_api_counts_a_ranked_search_from_its_rows(client, user, thirty_issues):
+    client.force_login(user)
+
+    body = client.get("/api/issues/", {"q": "nccl timeout"}).json()
+
+    assert body["count"] == 30 and body["count_is_estimate"] is False
+    assert len(body["results"]) == 30

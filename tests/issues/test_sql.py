@@ -133,6 +133,32 @@ def test_copy_upsert_stamps_the_import_time():
     assert Issue.objects.get(repository=repository).imported_at == now
 
 
+@pytest.mark.postgresql_only
+def test_copy_upsert_compresses_long_values_with_lz4_where_the_server_has_it():
+    """An import's bodies, raw objects and search vectors pass the 2 KB TOAST threshold; they
+    are stored compressed with lz4 (half the COPY's CPU of pglz) when the server offers it, and
+    read back unchanged."""
+    repository = RepositoryFactory()
+    body = " ".join(f"word{n} NCCL timeout at step {n}" for n in range(400))
+    with transaction.atomic():
+        sql.copy_upsert_issues([_row(repository.pk, 1, body=body, raw={"body": body})])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT coalesce('lz4' = ANY(enumvals), false) FROM pg_settings "
+            "WHERE name = 'default_toast_compression'"
+        )
+        (has_lz4,) = cursor.fetchone()
+        cursor.execute(
+            "SELECT pg_column_compression(body), pg_column_compression(raw) "
+            "FROM issues_issue WHERE repository_id = %s",
+            [repository.pk],
+        )
+        methods = cursor.fetchone()
+    assert methods == (("lz4", "lz4") if has_lz4 else ("pglz", "pglz"))
+    issue = Issue.objects.get(repository=repository)
+    assert (issue.body, issue.raw) == (body, {"body": body})
+
+
 def test_upsert_issue_rows_creates_then_updates_on_this_database():
     """The public upsert: COPY on PostgreSQL, bulk_create on SQLite (the SQLite run checks that
     path)."""
