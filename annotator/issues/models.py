@@ -9,7 +9,7 @@ from datetime import date, datetime, time, timedelta
 from django.conf import settings
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVectorField
 from django.db import connection, models
-from django.db.models import Case, Count, F, Q, When, Window
+from django.db.models import Case, Count, F, FloatField, Q, Value, When, Window
 from django.db.models.functions import Lower, RowNumber
 from django.urls import reverse
 from django.utils import timezone
@@ -160,7 +160,11 @@ class IssueQuerySet(models.QuerySet["Issue"]):
         if connection.vendor == "postgresql":
             query = SearchQuery(text, config=SEARCH_CONFIG, search_type="websearch")
             if not ranked:
-                return self.filter(search_vector=query)
+                # No rank is computed (NULL), but the list is a full-text search all the same:
+                # counting its matches exactly is not cheap (capped_count_is_cheap).
+                return self.filter(search_vector=query).annotate(
+                    rank=Value(None, output_field=FloatField())
+                )
             # One pass over the matches: their order by age, the rank of the newest, and how
             # many there are (the list's count: annotator/paging.py, `rows_count_field`).
             newest = Window(RowNumber(), order_by=[*_NEWEST])
