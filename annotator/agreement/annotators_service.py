@@ -61,34 +61,44 @@ def round_annotator_diagnostics(
 
 
 @dataclass(frozen=True)
-class StoredDiagnostics:
-    """The round's latest stored diagnostics (`report` None: never computed), with the run that
-    computed them, and a newer run of the round still queued or running (the recompute)."""
+class StoredRoundFigures:
+    """Figures a round's latest agreement run over every facet stored (`report` None: never
+    computed), with the run that computed them, and a newer run of the round still queued or
+    running (the recompute). The per-annotator diagnostics here, the drift in drift_service."""
 
     report: dict[str, Any] | None
     run: AgreementRun | None
     pending: AgreementRun | None
 
 
-def stored_round_diagnostics(round: Round) -> StoredDiagnostics:
-    """What the diagnostics page and API show: the figures the round's latest agreement run
-    over every facet stored (`services.run_agreement_run`), read in one query, with the run's
-    id and finish time in the report (`run`, `computed_at`); one more query for a recompute
-    under way. Nothing is recomputed here."""
+def latest_stored(
+    model: Any, round: Round, *, defer: tuple[str, ...] = (), **filters: Any
+) -> tuple[Any, AgreementRun | None, AgreementRun | None]:
+    """The row of `model` (a table of figures an agreement run stores, with a `run`) that the
+    round's latest run stored, read with its run in one query (`defer`: its own large columns
+    left unread), its run, and the recompute under way (one more query)."""
     stored = (
-        AnnotatorDiagnostics.objects.filter(run__study_id=round.study_id, run__round=round)
+        model.objects.filter(run__study_id=round.study_id, run__round=round, **filters)
         .select_related("run")
-        .defer("run__result", "run__inputs")
+        .defer(*defer, "run__result", "run__inputs")
         .order_by("-run__created_at", "-run_id")
         .first()
     )
     run = stored.run if stored else None
-    newest = pending_round_run(round, run)
+    return stored, run, pending_round_run(round, run)
+
+
+def stored_round_diagnostics(round: Round) -> StoredRoundFigures:
+    """What the diagnostics page and API show: the figures the round's latest agreement run
+    over every facet stored (`services.run_agreement_run`), read in one query, with the run's
+    id and finish time in the report (`run`, `computed_at`); one more query for a recompute
+    under way. Nothing is recomputed here."""
+    stored, run, pending = latest_stored(AnnotatorDiagnostics, round)
     if stored is None or run is None:
-        return StoredDiagnostics(report=None, run=None, pending=newest)
+        return StoredRoundFigures(report=None, run=None, pending=pending)
     finished = run.finished_at.isoformat() if run.finished_at else None
     report = {**stored.report, "run": run.pk, "computed_at": finished}
-    return StoredDiagnostics(report=report, run=run, pending=newest)
+    return StoredRoundFigures(report=report, run=run, pending=pending)
 
 
 def pending_round_run(round: Round, after: AgreementRun | None) -> AgreementRun | None:

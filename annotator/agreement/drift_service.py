@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict, defaultdict
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -29,10 +28,10 @@ from annotator.studies.codebook import FacetNode, codebook_schema
 from annotator.studies.models import Annotation, Round, Study
 from taxonomy_app.models import CodebookVersion
 
-from .annotators_service import pending_round_run
+from .annotators_service import StoredRoundFigures, latest_stored
 from .drift import DEFAULT_WINDOW, FacetRows, drift_figures, judged, timeline, window_bounds
 from .labels import LabelTable, load_label_table
-from .models import AgreementRun, DriftReport
+from .models import DriftReport
 from .services import study_threshold
 from .stats import RatingTable
 
@@ -85,33 +84,16 @@ def round_drift_figures(
     )
 
 
-@dataclass(frozen=True)
-class StoredDrift:
-    """The round's latest stored drift (`report` None: never computed), judged against the
-    study's threshold now, with the run that computed it, and a newer run of the round still
-    queued or running (the recompute)."""
-
-    report: dict[str, Any] | None
-    run: AgreementRun | None
-    pending: AgreementRun | None
-
-
-def stored_round_drift(*, study: Study, round: Round) -> StoredDrift:
+def stored_round_drift(*, study: Study, round: Round) -> StoredRoundFigures:
     """What the drift page and API show at the default window: the figures the round's latest
     agreement run over every facet stored (`services.run_agreement_run`), with the run's id
     and finish time in the report (`run`, `computed_at`). Nothing is recomputed here; the
     judgement uses the threshold of the moment, as the report's does."""
-    stored = (
-        DriftReport.objects.filter(run__study_id=study.pk, run__round=round, window=DEFAULT_WINDOW)
-        .select_related("run")
-        .defer("report", "run__result", "run__inputs")
-        .order_by("-run__created_at", "-run_id")
-        .first()
+    stored, run, pending = latest_stored(
+        DriftReport, round, defer=("report",), window=DEFAULT_WINDOW
     )
-    run = stored.run if stored else None
-    pending = pending_round_run(round, run)
     if stored is None or run is None:
-        return StoredDrift(report=None, run=None, pending=pending)
+        return StoredRoundFigures(report=None, run=None, pending=pending)
     report = {
         "study": study.pk,
         "round": round.number,
@@ -119,7 +101,7 @@ def stored_round_drift(*, study: Study, round: Round) -> StoredDrift:
         "run": run.pk,
         "computed_at": run.finished_at.isoformat() if run.finished_at else None,
     }
-    return StoredDrift(report=report, run=run, pending=pending)
+    return StoredRoundFigures(report=report, run=run, pending=pending)
 
 
 # A run's stored drift is written once and never changed, so each process keeps the last few it

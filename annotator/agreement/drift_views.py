@@ -22,8 +22,9 @@ from annotator.studies.access import SEE_ALL, membership_or_404
 from annotator.studies.models import Round, Study
 from annotator.studies.rounds import asked_round
 
+from .annotators_service import StoredRoundFigures
 from .drift import DEFAULT_WINDOW, MIN_WINDOW, facet_chart
-from .drift_service import StoredDrift, round_drift, stored_round_drift
+from .drift_service import round_drift, stored_round_drift
 
 MAX_WINDOW = 100_000
 # Windows per page of the tables: a round of 10,000 items has a thousand windows of 10, more
@@ -46,7 +47,7 @@ def drift_params(study: Study, get: Any) -> tuple[list[Round], Round, int]:
 
 def drift_report(
     study: Study, round: Round, size: int
-) -> tuple[dict[str, Any] | None, StoredDrift | None]:
+) -> tuple[dict[str, Any] | None, StoredRoundFigures | None]:
     """(the report, what was stored) for the page and the API: at the default window the
     stored figures (report None before a run of the round computed them), else computed now
     (stored None)."""

@@ -49,21 +49,6 @@ def count_request(scheme: Scheme, stage: str) -> CountRequest:
     )
 
 
-def study_tally(
-    study: Any,
-    filters: dict[str, str],
-    book: Codebook,
-    scheme: Scheme,
-    levels: dict[str, int | None],
-    stage: str,
-) -> Tally:
-    """The counts of the study's decided items passing the export filters (within the stage if
-    one is given): equal to `tally_of` the records `study_dataset` builds, which SQLite (the
-    demo) still counts. Raises NotComputedYet on a large study whose counts a job is computing
-    for the first time (`study_tally_as_of`)."""
-    return study_tally_as_of(study, filters, book, scheme, levels, stage)[0]
-
-
 def study_tally_as_of(
     study: Any,
     filters: dict[str, str],
@@ -72,10 +57,13 @@ def study_tally_as_of(
     levels: dict[str, int | None],
     stage: str,
 ) -> tuple[Tally, Figures]:
-    """`study_tally` and when its counts were computed: in the request for a study of up to
+    """The counts of the study's decided items passing the export filters (within the stage if
+    one is given), equal to `tally_of` the records `study_dataset` builds (which SQLite, the
+    demo, still counts), and when they were computed: in the request for a study of up to
     FIGURES_INLINE_MAX_ITEMS items, by a job above (annotator/figures.py), kept under
     `fingerprint` and what is counted (the items' query: study, filters, marked duplicates;
-    facets, categories, stage)."""
+    facets, categories, stage). Raises NotComputedYet on a large study whose counts a job is
+    computing for the first time."""
     if connection.vendor != "postgresql":
         from .dataset import study_dataset
 

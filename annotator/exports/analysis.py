@@ -242,7 +242,7 @@ class Tally:
             if f == facet and not code and repo is not None and n
         )
 
-    # Read once the counters are filled (tally_of, aggregates.study_tally), never before.
+    # Read once the counters are filled (tally_of, aggregates.study_tally_as_of), never before.
     @cached_property
     def _by_repository(self) -> dict[tuple[str, str, str | None], int]:
         out: Counter[tuple[str, str, str | None]] = Counter()

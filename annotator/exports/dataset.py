@@ -265,7 +265,7 @@ def run_analysis(study: Study, query: Mapping[str, str]) -> Analysis:
     repository), `stage` and `level` / `level-<facet>`. Raises ExportFilterError or
     AnalysisParameterError naming the parameter, NotComputedYet while a job computes a large
     study's counts for the first time. The counts are aggregated in the database
-    (`aggregates.study_tally`), not read from every item's record."""
+    (`aggregates.study_tally_as_of`), not read from every item's record."""
     filters = {
         k: str(query[k]).strip() for k in ANALYSIS_FILTERS if str(query.get(k) or "").strip()
     }

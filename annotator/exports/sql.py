@@ -1,5 +1,5 @@
 """The exports app's hand-written SQL: the analysis's issue counts, aggregated in PostgreSQL over
-the final labels (`aggregates.study_tally` calls it; SQLite, the demo, counts the records in
+the final labels (`aggregates.study_tally_as_of` calls it; SQLite, the demo, counts the records in
 Python instead). Table and column names come from the models (`annotator.sql.Table`)."""
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def analysis_counts(*, items: QuerySet[Item], request: CountRequest) -> list[tup
 
     Not the ORM: the analysis read every item's labels into Python (a row per label, 9 s of a
     13 s page at 100,000 items); here each decision's labels become one row of per-facet
-    arrays, grouped by GROUPING SETS into a few thousand rows that `aggregates.study_tally`
+    arrays, grouped by GROUPING SETS into a few thousand rows that `aggregates.study_tally_as_of`
     expands into the tables' counts. The ORM has no GROUPING SETS nor aggregate FILTER over
     arrays. tests/exports/test_analysis_aggregates.py holds the counts equal to those of the
     records the export writes."""
