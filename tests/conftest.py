@@ -47,6 +47,47 @@ def _give_this_worker_its_own_redis() -> None:
 _give_this_worker_its_own_redis()
 
 
+def _flush_after_the_stragglers() -> None:
+    """A transactional test ends by emptying the database (TRUNCATE of every table). What the
+    test started may still hold a transaction on it: a request of the live server the browser
+    sent as the page closed (a draft's autosave), a job of the worker, a thread of a
+    concurrency test. TRUNCATE then waits on it or deadlocks, the flush fails, and the next
+    test finds the rows this one left. At that point nothing of the test may still write: its
+    other sessions on the database are ended first, and the flush is tried again should one
+    start in between."""
+    from django.core.management.base import CommandError
+    from django.db import connections
+    from django.test import TransactionTestCase
+
+    flush = TransactionTestCase._fixture_teardown
+
+    def end_other_sessions() -> None:
+        for alias in connections:
+            other = connections[alias]
+            if other.vendor != "postgresql":
+                continue
+            with other.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+
+    def flush_alone(self: TransactionTestCase) -> None:
+        for attempt in range(3):
+            end_other_sessions()
+            try:
+                return flush(self)
+            except CommandError:
+                if attempt == 2:
+                    raise
+                time.sleep(0.5)
+
+    TransactionTestCase._fixture_teardown = flush_alone  # type: ignore[method-assign]
+
+
+_flush_after_the_stragglers()
+
+
 @pytest.fixture(scope="session")
 def django_db_keepdb(
     request: pytest.FixtureRequest, django_db_modify_db_settings: None, django_db_blocker: Any
@@ -148,10 +189,39 @@ def celery_worker_process(django_db_setup, django_db_blocker) -> Iterator[subpro
         text=True,
     )
     _wait_until_ready(worker)
+    _worker["consuming"] = True
     yield worker
+    _worker["consuming"] = None
     worker.terminate()
     worker.wait(timeout=30)
     app.control.purge()
+
+
+# Whether the session's worker, once started, takes jobs from the queue (None: not started).
+_worker: dict[str, bool | None] = {"consuming": None}
+
+
+@pytest.fixture(autouse=True)
+def worker_only_for_its_tests(request: pytest.FixtureRequest) -> None:
+    """The session's worker runs the jobs of the tests that ask for it, and only theirs.
+
+    Once started it outlives its tests; a later test that did not ask for it (a screening round
+    queueing retrains as it is screened) would see its jobs run at whatever moment the worker
+    takes them, and its outcome would depend on the tests before it. Such tests run with the
+    worker told to stop consuming, their jobs staying queued as they would with no worker; a
+    test that asks for it starts from an emptied queue."""
+    from annotator.celery import app
+
+    wanted = "celery_worker_process" in request.fixturenames
+    if _worker["consuming"] is None or _worker["consuming"] == wanted:
+        return
+    queue = app.conf.task_default_queue
+    if wanted:
+        app.control.purge()
+        app.control.add_consumer(queue, reply=True, limit=1, timeout=10)
+    else:
+        app.control.cancel_consumer(queue, reply=True, limit=1, timeout=10)
+    _worker["consuming"] = wanted
 
 
 def _database_url(name: str) -> str:

@@ -66,13 +66,16 @@ def retrain(round_id: int, *, progress: object = None) -> ScreeningModel:
     train_seconds = time.perf_counter() - tick
     report(80)
     ranked = [states[i].item_id for i in order]
-    audit = ScreeningAudit.objects.filter(round_id=round_id).first()
-    if audit is not None:
-        waiting = {s.item_id for s in states if not s.submitted}
-        first = [pk for pk in audit.item_ids if pk in waiting]
-        head = set(first)
-        ranked = first + [pk for pk in ranked if pk not in head]
     with transaction.atomic():
+        # The plan's lock, which draw_audit holds: an audit drawn while the model trained is
+        # seen here and kept first, or is drawn after these ranks and puts itself first.
+        ScreeningPlan.objects.select_for_update().get(round_id=round_id)
+        audit = ScreeningAudit.objects.filter(round_id=round_id).first()
+        if audit is not None:
+            waiting = {s.item_id for s in states if not s.submitted}
+            first = [pk for pk in audit.item_ids if pk in waiting]
+            head = set(first)
+            ranked = first + [pk for pk in ranked if pk not in head]
         sql.write_ranks(round_id, ranked)
         version = ScreeningModel.objects.filter(round_id=round_id).count() + 1
         return ScreeningModel.objects.create(

@@ -4,16 +4,17 @@ no decision is lost, no item goes to more than k screeners, none to one screener
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Count
 
-from annotator.screening.models import ScreeningModel
+from annotator.screening.models import ScreeningAudit, ScreeningModel
 from annotator.screening.retrain import retrain
 from annotator.screening.services import draw_audit
-from annotator.studies.models import Annotation, Assignment, Item
+from annotator.studies.models import Annotation, Assignment, Item, ScreeningRank
 from tests.screening.world import screening_world
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -90,3 +91,72 @@ def test_retraining_while_screeners_work_loses_nothing_and_keeps_k() -> None:
     assert max(p["n"] for p in pairs) == 1
     # Items handed out from the ranks carry them.
     assert Assignment.objects.filter(screening_rank__isnull=False).exists()
+
+
+def test_an_audit_drawn_while_the_model_trains_stays_first_in_the_ranks() -> None:
+    """The retrain ranks the items, then writes the ranks. An audit drawn in between would be
+    overwritten by a model that never saw it, and screeners would be handed the model's order
+    instead of the audit's items: the retrain waits for the draw and puts the audit first."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks need PostgreSQL")
+    sw = screening_world(n=60, share=0.2, k=1, screeners=1)
+    for _ in range(20):
+        sw.screen(sw.screeners[0])
+    drawn, release = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def draw_and_hold() -> None:
+        try:
+            with transaction.atomic():
+                draw_audit(round=sw.world.round, size=10, seed=3)
+                drawn.set()
+                release.wait(timeout=30)
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            connection.close()
+
+    def train() -> None:
+        try:
+            retrain(sw.world.round.pk)
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            connection.close()
+
+    drawer, trainer = threading.Thread(target=draw_and_hold), threading.Thread(target=train)
+    drawer.start()
+    assert drawn.wait(timeout=30)
+    trainer.start()
+    # The retrain has trained and now waits on a lock the uncommitted draw holds.
+    assert _a_session_waits_on_a_lock(timeout=30)
+    release.set()
+    drawer.join(timeout=30)
+    trainer.join(timeout=60)
+    assert not errors, errors
+
+    audit = ScreeningAudit.objects.get(round=sw.world.round)
+    unscreened = set(
+        Item.objects.filter(round=sw.world.round, submitted_count=0).values_list("pk", flat=True)
+    )
+    expected = [pk for pk in audit.item_ids if pk in unscreened]
+    ranked = list(
+        ScreeningRank.objects.filter(round=sw.world.round)
+        .order_by("rank")
+        .values_list("item_id", flat=True)
+    )
+    assert expected and ranked[: len(expected)] == expected
+
+
+def _a_session_waits_on_a_lock(timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    with connection.cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND wait_event_type = 'Lock'"
+            )
+            if cursor.fetchone()[0]:
+                return True
+            time.sleep(0.05)
+    return False
