@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 from django.urls import reverse
+from hypothesis import given
+from hypothesis import strategies as st
 
 from annotator.issues.formats import ImportFormatError, iter_records
 from annotator.issues.models import ImportJob, Issue
@@ -50,6 +52,51 @@ def test_the_scan_names_the_byte_past_the_limit():
     with pytest.raises(TooDeep) as caught:
         DepthScan(3).feed(b'[{"a": [[1]]}]')
     assert (caught.value.offset, caught.value.limit) == (8, 3)
+
+
+_INSIDE = st.sampled_from([b"a", b"[", b"]", b"{", b"}", b"\\\\", b'\\"', b"\\n", b"'"])
+_STRING = st.lists(_INSIDE, max_size=6).map(lambda parts: b'"' + b"".join(parts) + b'"')
+_TOKEN = st.one_of(st.sampled_from([b"[", b"]", b"{", b"}", b",", b":", b"1"]), _STRING)
+
+
+class _TokenByToken(DepthScan):
+    """The scan as it reads a chunk that goes past the limit: token by token, every chunk."""
+
+    def feed(self, chunk: bytes) -> None:
+        self._feed_exactly(chunk)
+        self.offset += len(chunk)
+
+
+def _scanned(scan: DepthScan, data: bytes, cuts: list[int]) -> tuple[object, ...]:
+    try:
+        for start, end in zip([0, *cuts], [*cuts, len(data)], strict=True):
+            scan.feed(data[start:end])
+    except TooDeep as error:
+        return ("too deep at", error.offset)
+    return (scan.depth, scan._in_string, scan._escaped)
+
+
+@given(
+    tokens=st.lists(_TOKEN, max_size=25),
+    end=st.integers(min_value=0),
+    cuts=st.lists(st.integers(min_value=0), max_size=4),
+    limit=st.integers(min_value=0, max_value=5),
+)
+def test_the_scan_in_c_agrees_with_the_scan_token_by_token(tokens, end, cuts, limit):
+    """However the bytes are cut into chunks, and where a file stops mid-string or mid-escape:
+    the same depth, the same string and escape state, the same byte named past the limit."""
+    data = b"".join(tokens)
+    data = data[: end % (len(data) + 1)]
+    cuts = sorted(c % (len(data) + 1) for c in cuts)
+    fast = _scanned(DepthScan(limit), data, cuts)
+    assert fast == _scanned(_TokenByToken(limit), data, cuts)
+
+
+def test_a_string_that_does_not_close_in_its_chunk_is_read_once():
+    scan = DepthScan(2)
+    scan.feed(b'[{"a": "' + b'\\"[' * 30_000)  # escaped quotes and brackets, all text
+    scan.feed(b'"}]')
+    assert scan.depth == 0
 
 
 # --- issue files -------------------------------------------------------------------------------
