@@ -28,8 +28,9 @@ _UPDATED = [
 ]
 
 
-def upsert_issue_rows(rows: Sequence[tuple[Any, ...]]) -> list[int]:
-    """Insert or update issues given as tuples in ISSUE_COLUMNS order; return their ids.
+def upsert_issue_rows(rows: Sequence[tuple[Any, ...] | bytes]) -> list[int]:
+    """Insert or update issues given as tuples in ISSUE_COLUMNS order (on PostgreSQL also as
+    their sql.copy_line); return their ids.
 
     Must run inside a transaction (the staging table lives until it commits). On PostgreSQL the
     rows are stored with their search vectors; elsewhere there is no search index.
@@ -37,7 +38,10 @@ def upsert_issue_rows(rows: Sequence[tuple[Any, ...]]) -> list[int]:
     if not rows:
         return []
     if connection.vendor != "postgresql":
-        return _bulk_create(rows)
+        tuples = [row for row in rows if not isinstance(row, bytes)]
+        if len(tuples) != len(rows):
+            raise TypeError("rows as COPY lines are PostgreSQL's: give tuples")
+        return _bulk_create(tuples)
     if not connection.in_atomic_block:
         raise RuntimeError("upsert_issue_rows must run inside transaction.atomic()")
     return copy_upsert_issues(rows)

@@ -85,7 +85,7 @@ def import_issues(
     if user is None and job is not None:
         user = job.created_by
     writer = RecordWriter(job=job, user=user)
-    with transaction.atomic(), _ParsedAhead(records, BATCH_SIZE) as batches:
+    with transaction.atomic(), _ParsedAhead(records, BATCH_SIZE, writer.prepare) as batches:
         read = 0
         for batch in batches:
             writer.write(batch)
@@ -181,18 +181,19 @@ def start_import_job(
 
 
 class _ParsedAhead(threading.Thread):
-    """The records in batches, in order, parsed in a thread of its own ahead of the writer: the
-    writer's statements leave the interpreter free while PostgreSQL works (the search vectors
-    are most of the upsert's time), and the parse (JSON, the depth scan, hashes) fills that time
-    on the machine's other core. Holds at most PARSED_AHEAD batches, so memory stays flat; a
-    parse error is raised in order, after the batches before it. Use it as a context manager:
-    leaving the block stops the parse, however the block ends."""
+    """The records in batches, in order, parsed and prepared (`prepare`: RecordWriter.prepare)
+    in a thread of its own ahead of the writer: the writer's statements leave the interpreter
+    free while PostgreSQL works (the search vectors are most of the upsert's time), and the
+    parse (JSON, the depth scan, hashes, the rows' COPY text) fills that time on the machine's
+    other core. Holds at most PARSED_AHEAD batches, so memory stays flat; an error is raised in
+    order, after the records before it. Use it as a context manager: leaving the block stops
+    the parse, however the block ends."""
 
-    def __init__(self, records: Iterable[Any], size: int) -> None:
+    def __init__(self, records: Iterable[Any], size: int, prepare: Callable[[Any], Any]) -> None:
         super().__init__(name="import-parser", daemon=True)
         self._batches: queue.Queue[list[Any] | BaseException | None] = queue.Queue(PARSED_AHEAD)
         self._stopped = threading.Event()
-        self._records, self._size = records, size
+        self._records, self._size, self._prepare = records, size, prepare
 
     def __enter__(self) -> Iterator[list[Any]]:
         self.start()
@@ -209,12 +210,12 @@ class _ParsedAhead(threading.Thread):
             yield item
 
     def run(self) -> None:
+        batch: list[Any] = []
         try:
-            batch: list[Any] = []
             for record in self._records:
                 if self._stopped.is_set():
                     return
-                batch.append(record)
+                batch.append(self._prepare(record))
                 if len(batch) == self._size:
                     self._put(batch)
                     batch = []
@@ -222,6 +223,8 @@ class _ParsedAhead(threading.Thread):
                 self._put(batch)
             self._put(None)
         except BaseException as error:  # MemoryError too: the job reports it
+            if batch:  # written first: an error among them is the file's first
+                self._put(batch)
             self._put(error)
 
     def _put(self, item: list[Any] | BaseException | None) -> None:

@@ -153,10 +153,16 @@ def _lz4_available(cursor: Any) -> bool:
     return _lz4
 
 
-def copy_upsert_issues(rows: Sequence[tuple[Any, ...]]) -> list[int]:
-    """Insert or update issues given as tuples of IMPORTED_FIELDS' values, with their search
-    vectors; return their ids. PostgreSQL only, inside a transaction (the staging table is
-    dropped when it commits).
+def copy_line(values: Sequence[Any], *, lead: bool = False) -> bytes:
+    """`values` as a line of COPY's text format (tab-separated, \\N for NULL, backslash
+    escapes), encoded; with `lead`, after a tab, to follow a value given apart."""
+    return (b"\t" if lead else b"") + "\t".join(map(_copy_value, values)).encode() + b"\n"
+
+
+def copy_upsert_issues(rows: Sequence[tuple[Any, ...] | bytes]) -> list[int]:
+    """Insert or update issues given as tuples of IMPORTED_FIELDS' values, or as those tuples'
+    `copy_line`s, with their search vectors; return their ids. PostgreSQL only, inside a
+    transaction (the staging table is dropped when it commits).
 
     The vector is computed in the same statement, so an import is searchable when it commits
     and each row is written once: indexing after the commit wrote every row a second time, with
@@ -184,9 +190,9 @@ class _CopyStream:
     as COPY reads them: one batch as a single string would be megabytes, and allocations that
     large fragment the heap so that the process grows with the number of batches."""
 
-    def __init__(self, rows: Sequence[tuple[Any, ...]]) -> None:
+    def __init__(self, rows: Sequence[tuple[Any, ...] | bytes]) -> None:
         self._lines: Iterator[bytes] = (
-            "\t".join(map(_copy_value, row)).encode() + b"\n" for row in rows
+            row if isinstance(row, bytes) else copy_line(row) for row in rows
         )
         self._buffer = bytearray()
 

@@ -12,11 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 from django.utils import timezone
 
 from .bulk import ISSUE_COLUMNS, count_stored_comments, upsert_issue_rows
 from .formats import CommentRecord, ImportFormatError, IssueRecord
 from .models import KNOWN_RENAMES, ImportJob, Issue, IssueComment, IssueRevision, Repository
+from .sql import copy_line
 
 COMMENT_FIELDS = ["github_id", "author", "body", "created_at", "updated_at", "raw", "content_hash"]
 
@@ -69,6 +71,18 @@ def check_issue_url(record: IssueRecord, hosts: frozenset[str]) -> None:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class PreparedIssue:
+    """An issue record with what writing it needs that no query does: its URL checked, its
+    content hash, and on PostgreSQL its COPY line but for the repository id that begins it
+    (resolved by the writer). RecordWriter.prepare makes it; the import does so in its parse
+    thread, beside the statements of the batch before."""
+
+    record: IssueRecord
+    content_hash: str
+    copy_tail: bytes | None
+
+
 class RecordWriter:
     """Writes batches of parsed records, classifying each as created/updated/unchanged/skipped.
 
@@ -92,9 +106,25 @@ class RecordWriter:
         self.counts = ImportCounts()
         self._repositories: dict[str, Repository] = {}
         self._written: dict[int, bytearray] = {}
+        self._copy = connection.vendor == "postgresql"  # rows as COPY lines (bulk.py)
 
-    def write(self, batch: list[IssueRecord | CommentRecord]) -> None:
-        issues = [r for r in batch if isinstance(r, IssueRecord)]
+    def prepare(self, record: Any) -> Any:
+        """An issue record as a PreparedIssue (raising ImportFormatError for its URL); any
+        other record as it is. Queries nothing, so it may run in another thread."""
+        if not isinstance(record, IssueRecord):
+            return record
+        check_issue_url(record, self.url_hosts)
+        digest = record.content_hash()
+        tail = copy_line(_issue_row(0, record, digest)[1:], lead=True) if self._copy else None
+        return PreparedIssue(record, digest, tail)
+
+    def write(self, batch: list[Any]) -> None:
+        """Write a batch of IssueRecord, PreparedIssue and CommentRecord."""
+        issues = [
+            r if isinstance(r, PreparedIssue) else self.prepare(r)
+            for r in batch
+            if isinstance(r, IssueRecord | PreparedIssue)
+        ]
         comments = [r for r in batch if isinstance(r, CommentRecord)]
         if issues:
             self._write_issues(issues)
@@ -117,36 +147,38 @@ class RecordWriter:
         return self._repositories[key]
 
     # --- issues ---------------------------------------------------------------------------
-    def _write_issues(self, records: list[IssueRecord]) -> list[int]:
-        by_key: dict[tuple[int, int], IssueRecord] = {}
-        for record in records:
-            repo = self._repository(record)
-            check_issue_url(record, self.url_hosts)
-            key = (repo.pk, record.number)
+    def _write_issues(self, prepared: list[PreparedIssue]) -> list[int]:
+        by_key: dict[tuple[int, int], PreparedIssue] = {}
+        for issue in prepared:
+            record = issue.record
+            key = (self._repository(record).pk, record.number)
             earlier = by_key.get(key)
             if earlier is not None:
-                self._duplicate(earlier.index, earlier.content_hash(), record)
+                self._duplicate(earlier.record.index, earlier.content_hash, issue)
                 continue
-            by_key[key] = record
+            by_key[key] = issue
         existing = self._existing_issues(by_key)
-        to_write = []
+        to_write: list[tuple[Any, ...] | bytes] = []
         updated: dict[int, IssueRecord] = {}
-        for key, record in by_key.items():
+        for key, issue in by_key.items():
             repo_id, number = key
             stored = existing.get(key)
             if stored is not None and self._was_written(repo_id, number):
-                self._duplicate(None, stored[1], record)
+                self._duplicate(None, stored[1], issue)
                 continue
             self._mark_written(repo_id, number)
             if stored is None:
                 self.counts.created += 1
-            elif stored[1] == record.content_hash():
+            elif stored[1] == issue.content_hash:
                 self.counts.unchanged += 1
                 continue
             else:
                 self.counts.updated += 1
-                updated[stored[0]] = record
-            to_write.append(_issue_row(repo_id, record))
+                updated[stored[0]] = issue.record
+            if issue.copy_tail is not None:
+                to_write.append(b"%d" % repo_id + issue.copy_tail)
+            else:
+                to_write.append(_issue_row(repo_id, issue.record, issue.content_hash))
         rewritten = self._keep_revisions(updated)
         ids = upsert_issue_rows(to_write)
         if rewritten:
@@ -189,7 +221,7 @@ class RecordWriter:
         return sorted(changed)
 
     def _existing_issues(
-        self, by_key: dict[tuple[int, int], IssueRecord]
+        self, by_key: dict[tuple[int, int], PreparedIssue]
     ) -> dict[tuple[int, int], tuple[int, str]]:
         numbers_by_repo: dict[int, list[int]] = {}
         for repo_id, number in by_key:
@@ -201,8 +233,11 @@ class RecordWriter:
                 found[(repo_id, number)] = (pk, content_hash)
         return found
 
-    def _duplicate(self, earlier_index: int | None, earlier_hash: str, record: IssueRecord) -> None:
-        if earlier_hash == record.content_hash():
+    def _duplicate(
+        self, earlier_index: int | None, earlier_hash: str, issue: PreparedIssue
+    ) -> None:
+        record = issue.record
+        if earlier_hash == issue.content_hash:
             self.counts.skip(f"record {record.index}: duplicate of issue #{record.number}")
             return
         where = f"record {earlier_index}" if earlier_index else "an earlier record"
@@ -314,8 +349,8 @@ def _numbered(queryset: Any, numbers: Iterable[int], field: str = "number") -> A
     )
 
 
-def _issue_row(repository_id: int, record: IssueRecord) -> tuple[Any, ...]:
-    """The record as a row in bulk.ISSUE_COLUMNS order."""
+def _issue_row(repository_id: int, record: IssueRecord, content_hash: str) -> tuple[Any, ...]:
+    """The record as a row in bulk.ISSUE_COLUMNS order (the repository's id first)."""
     values = {
         "repository_id": repository_id,
         "number": record.number,
@@ -333,7 +368,7 @@ def _issue_row(repository_id: int, record: IssueRecord) -> tuple[Any, ...]:
         "html_url": record.html_url,
         "comments_count": record.comments_count,
         "raw": record.raw,
-        "content_hash": record.content_hash(),
+        "content_hash": content_hash,
     }
     return tuple(values[column] for column in ISSUE_COLUMNS)
 
