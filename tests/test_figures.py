@@ -150,6 +150,46 @@ def test_the_analytics_and_analysis_pages_poll_until_their_figures(worker):
         assert 'hx-trigger="every' not in region  # polling stops with the figures
 
 
+def test_a_large_studys_repository_filter_is_listed_by_a_job_and_a_new_repository_joins_it(
+    worker,
+):
+    """Listing a study's repositories joins every item to its issue: a large study's list is
+    a job's, like its counts; a repository whose issues join the study joins it once the next
+    job has run, and a repository chosen meanwhile stays chosen."""
+    from annotator.issues.models import Issue, Repository
+    from annotator.studies.models import Item
+
+    scene = scene_with_labels()
+    client = Client()
+    client.force_login(scene.owner)
+    url = reverse("exports:analysis", args=[scene.study.pk])
+    names = sorted({i.issue.repository.full_name for i in Item.objects.filter(study=scene.study)})
+    assert listed_in(client.get(url).content.decode()) == []  # not listed yet
+    polled(client, url, lambda html: status_of(html) == "current")
+    deadline = time.monotonic() + WAIT_S
+    while not (listed := listed_in(client.get(url).content.decode())):
+        assert time.monotonic() < deadline, "the repositories were never listed"
+        time.sleep(0.2)
+    assert listed == names
+    other = Repository.objects.create(owner="pytorch", name="pytorch")
+    issue = Issue.objects.create(repository=other, number=1, title="t", content_hash="0" * 64)
+    Item.objects.create(study=scene.study, round=scene.study.rounds.first(), issue=issue, quota=2)
+    chosen = client.get(url, {"repository": "pytorch/pytorch"}).content.decode()
+    assert '<option value="pytorch/pytorch" selected>' in chosen
+    deadline = time.monotonic() + WAIT_S
+    while (listed := listed_in(client.get(url).content.decode())) == names:
+        assert time.monotonic() < deadline, "the new repository was never listed"
+        time.sleep(0.2)
+    assert listed == sorted([*names, "pytorch/pytorch"])
+
+
+def listed_in(page: str) -> list[str]:
+    """The repositories the analysis page's repository filter offers."""
+    found = re.search(r'<select name="repository">(.*?)</select>', page, re.S)
+    assert found, page
+    return re.findall(r'<option value="([^"]+)"', found.group(1))
+
+
 @pytest.fixture
 def eager(db: Any, large: None) -> Any:
     """Tasks run in the request's process, as without REDIS_URL."""
