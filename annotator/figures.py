@@ -16,6 +16,11 @@ after FIGURES_LOCK_SECONDS if its worker died. A job that fails leaves the value
 records its error against the fingerprint, so the page shows the error instead of polling, and
 the next write tries again. When neither the lock can be taken nor the job sent (Redis down), the
 request computes the figures itself, as for a small study.
+
+While annotators label, every view would find the figures out of date again as soon as a job has
+computed them, and the worker would compute a study's dashboard back to back. A job starts at
+most once per FIGURES_MIN_INTERVAL_SECONDS (30) per name: sooner, the last figures are served as
+updating, and the page polls until the next job has computed them.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import hashlib
 import logging
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from celery import shared_task
@@ -113,10 +118,19 @@ def study_figures(
         return Figures(last["value"], last["computed_at"])
     if last is not None and last.get("failed") == fingerprint:
         return Figures(last["value"], last["computed_at"], error=last["error"])
+    if last is not None and _recent(last):
+        return _served(last, fingerprint)
     if not _lock_or_running(name, compute, params, fingerprint):
         return _inline(name, fingerprint, compute, params, timeout)
     last = cache.get(_last_key(name)) or last  # computed already when tasks run in-process
     return _served(last, fingerprint)
+
+
+def _recent(last: dict[str, Any]) -> bool:
+    """The last figures were computed less than FIGURES_MIN_INTERVAL_SECONDS ago."""
+    computed_at = last.get("computed_at")
+    interval = timedelta(seconds=settings.FIGURES_MIN_INTERVAL_SECONDS)
+    return computed_at is not None and timezone.now() - computed_at < interval
 
 
 def _served(last: dict[str, Any] | None, fingerprint: str) -> Figures:

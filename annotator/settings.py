@@ -353,6 +353,8 @@ CELERY_IMPORTS = ["annotator.dispatch", "annotator.figures"]
 # holds its lock this many seconds at most (waiting in the queue and running).
 FIGURES_INLINE_MAX_ITEMS = env_int("FIGURES_INLINE_MAX_ITEMS", 20_000)
 FIGURES_LOCK_SECONDS = env_int("FIGURES_LOCK_SECONDS", 600)
+# A figures job starts at most this often per figures (annotator/figures.py).
+FIGURES_MIN_INTERVAL_SECONDS = env_int("FIGURES_MIN_INTERVAL_SECONDS", 30)
 
 # GitHub sync (annotator/issues/sync.py). Without a token GitHub allows 60 requests an hour.
 # A sync started by someone who stored their own GitHub token uses theirs instead (below).

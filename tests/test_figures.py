@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ WAIT_S = 60
 @pytest.fixture
 def large(settings: Any) -> None:
     settings.FIGURES_INLINE_MAX_ITEMS = 0
+    settings.FIGURES_MIN_INTERVAL_SECONDS = 0  # but in the test of that interval
     cache.clear()
 
 
@@ -275,3 +277,30 @@ def test_one_job_at_a_time_per_figures_and_a_failure_keeps_the_value(eager):
     assert failed.stale and not failed.polling
     fresh = served("c", "tests.test_figures.values", 3)  # a newer write tries again
     assert fresh.value == {"n": 3} and not fresh.stale and fresh.as_of >= first.as_of
+
+
+def test_a_job_starts_at_most_once_per_interval_under_constant_writes(eager, settings):
+    """Sooner than FIGURES_MIN_INTERVAL_SECONDS after the last computation the figures are
+    served as updating, no job is sent; once the interval has passed the next view sends it."""
+    settings.FIGURES_MIN_INTERVAL_SECONDS = 30
+
+    def served(fingerprint: str, n: int) -> Any:
+        return study_figures(
+            "test:interval",
+            fingerprint=fingerprint,
+            items=1,
+            compute="tests.test_figures.values",
+            params={"n": n},
+            timeout=60,
+        )
+
+    first = served("a", 1)
+    assert first.value == {"n": 1} and not first.stale
+    soon = served("b", 2)  # a write a moment later: no job yet
+    assert soon.value == {"n": 1} and soon.updating and soon.polling
+    assert cache.get("figures-lock:test:interval") is None
+    last = cache.get("figures-last:test:interval")
+    last["computed_at"] -= timedelta(seconds=31)  # the interval has passed
+    cache.set("figures-last:test:interval", last, 60)
+    later = served("c", 3)
+    assert later.value == {"n": 3} and not later.stale
