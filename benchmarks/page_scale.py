@@ -55,7 +55,7 @@ TARGET_SEARCH_P95_MS = 200
 TARGET_QUERIES = 50
 ROUTE_BUDGET_S = 30  # a route's requests stop once they have taken this long together
 GENERATOR = 2  # raised when the generated data changes shape: a kept database is then remade
-TOPUP = 3  # raised when `topup` adds to the data: a kept database gets the addition on reuse
+TOPUP = 4  # raised when `topup` adds to the data: a kept database gets the addition on reuse
 QUEUE = "bench_page_scale"  # its own queue: a test worker on the same Redis never takes its jobs
 REPOSITORIES = [("deepspeedai", "DeepSpeed"), ("NVIDIA", "Megatron-LM"),
                 ("hpcaitech", "ColossalAI"), ("pytorch", "pytorch")]  # fmt: skip
@@ -236,7 +236,10 @@ def topup(done: int, world: dict[str, Any]) -> dict[str, Any]:
        offers ("ambiguous-report").
     3. An agreement run of the study's last round, which stores the round's drift (the drift
        page shows the stored figures; the run at generation had no submission times to order
-       the items by)."""
+       the items by).
+    4. A rule of the study's version that label sets can break (the scene's one cannot, so the
+       rule-breaks page checked nothing): a symptom requires a fix. The page checks it on
+       every submitted annotation."""
     migrate()
     from django.db import connection, transaction
 
@@ -283,6 +286,21 @@ def topup(done: int, world: dict[str, Any]) -> dict[str, Any]:
         run = start_agreement_run(study=study, round=last, enqueue=False)
         run_agreement_run(run_id=run.pk)
         step("agreement run (last round)", start)
+    if done < 4:
+        from annotator.studies.models import Study
+        from taxonomy_app.models import LabelRule
+
+        start = time.perf_counter()
+        version = Study.objects.get(pk=world["ids"]["study"]).codebook_version
+        symptom = version.facets.get(key="symptom")
+        LabelRule.objects.create(
+            version=version,
+            kind=LabelRule.Kind.REQUIRES,
+            facet=version.facets.get(key="fix"),
+            when_facet=symptom,
+            when_categories=list(symptom.categories.values_list("code", flat=True)[:3]),
+        )
+        step("a rule label sets can break", start)
     return {"topup": TOPUP, "topup_timings": {**world.get("topup_timings", {}), **timings}}
 
 

@@ -79,6 +79,15 @@ class LabelUsage(Protocol):
         every label set."""
         ...
 
+    def rule_breaks_as_of(
+        self, version_ids: Collection[int], checks: Sequence[RuleCheck], viewer: Any, *, shown: int
+    ) -> tuple[list[tuple[int, list[SubmittedLabels]]] | None, Any]:
+        """`rule_breaks`, as a store that counts them in the background last counted them, and
+        when: (None, status) until they are counted once. `status` is None where they were
+        counted now, else what the page shows of it (annotator/figures.py's Figures: `as_of`,
+        `updating`, `error`, `polling`, …)."""
+        ...
+
 
 class NoLabelUsage:
     """What taxonomy_app assumes while no app stores labels: none use anything."""
@@ -99,6 +108,11 @@ class NoLabelUsage:
         self, version_ids: Collection[int], checks: Sequence[RuleCheck], viewer: Any, *, shown: int
     ) -> list[tuple[int, list[SubmittedLabels]]]:
         return [(0, []) for _ in checks]
+
+    def rule_breaks_as_of(
+        self, version_ids: Collection[int], checks: Sequence[RuleCheck], viewer: Any, *, shown: int
+    ) -> tuple[list[tuple[int, list[SubmittedLabels]]] | None, Any]:
+        return self.rule_breaks(version_ids, checks, viewer, shown=shown), None
 
 
 def label_usage() -> LabelUsage:

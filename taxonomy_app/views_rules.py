@@ -12,7 +12,7 @@ from . import views
 from .errors import CodebookError
 from .forms import RuleForm, add_service_error
 from .models import CodebookVersion, LabelRule
-from .services.rules import add_rule, delete_rule, rule_breaks
+from .services.rules import add_rule, delete_rule, rule_breaks_as_of
 
 
 @require_POST
@@ -61,8 +61,18 @@ def version_rule_breaks(request: HttpRequest, pk: int) -> HttpResponse:
     )
     rule, page = _number(request.GET.get("rule")), _number(request.GET.get("page"))
     pages = {rule - 1: page} if rule and page else {}
-    breaks = rule_breaks(version=version, viewer=request.user, pages=pages)
-    context = {"version": version, "breaks": breaks, "total": sum(b.count for b in breaks)}
+    breaks, figures = rule_breaks_as_of(version=version, viewer=request.user, pages=pages)
+    context = {
+        "version": version,
+        "breaks": breaks or [],
+        "counting": breaks is None,  # counted by a job for the first time (figures says so)
+        "figures": figures,
+        "total": sum(b.count for b in breaks or []),
+        "poll_url": request.get_full_path(),
+    }
+    # While a job counts a large label store's breaks, the page polls the region alone.
+    if getattr(request, "htmx", False):
+        return render(request, "taxonomy_app/rule_breaks.html#rule-breaks", context)
     return render(request, "taxonomy_app/rule_breaks.html", context)
 
 

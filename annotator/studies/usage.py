@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Collection, Hashable, Mapping, Sequence
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet
 from django.urls import reverse
 
+from annotator.figures import Figures, study_figures
 from taxonomy_app.models import Category
 from taxonomy_app.usage import RuleCheck, SubmittedLabels
 
@@ -104,7 +107,8 @@ class StudyLabelUsage:
             return [(0, []) for _ in checks]
         if connection.vendor != "postgresql":
             return self._rule_breaks_by_orm(version_ids, checks, viewer, shown=shown)
-        predicates = [_predicate(check) for check in checks]
+        label_ids = _LabelIds(version_ids)
+        predicates = [_predicate(check, label_ids) for check in checks]
         live = [n for n, predicate in enumerate(predicates) if predicate is not None]
         found = sql.rule_breaks(
             list(version_ids),
@@ -114,15 +118,66 @@ class StudyLabelUsage:
             shown,
         )
         by_check: dict[int, tuple[int, list[int]]] = dict(zip(live, found, strict=True))
-        listed = {pk for _, ids in found for pk in ids}
+        return self._listed(by_check, len(checks))
+
+    def rule_breaks_as_of(
+        self, version_ids: Collection[int], checks: Sequence[RuleCheck], viewer: Any, *, shown: int
+    ) -> tuple[list[tuple[int, list[SubmittedLabels]]] | None, Figures | None]:
+        """`rule_breaks` as figures (annotator/figures.py): checking every label set of a
+        hundred thousand items takes over a second, so past FIGURES_INLINE_MAX_ITEMS submitted
+        annotations with these versions a job counts them and the last count is served
+        meanwhile. They change only when such an annotation is submitted or deleted (its labels
+        stay as first submitted) or the viewer's studies change: the fingerprint is the
+        annotations' count and newest id, and the studies the viewer owns."""
+        if not getattr(viewer, "is_authenticated", False) or connection.vendor != "postgresql":
+            return self.rule_breaks(version_ids, checks, viewer, shown=shown), None
+        label_ids = _LabelIds(version_ids)
+        predicates = [_predicate(check, label_ids) for check in checks]
+        live = [n for n, predicate in enumerate(predicates) if predicate is not None]
+        params = {
+            "version_ids": sorted(version_ids),
+            "owner_id": viewer.pk,
+            "predicates": [list(p) for p in predicates if p is not None],
+            "offsets": [checks[n].offset for n in live],
+            "shown": shown,
+        }
+        state = Annotation.objects.filter(
+            status=Annotation.Status.SUBMITTED, codebook_version_id__in=list(version_ids)
+        ).aggregate(n=Count("pk"), last=Max("pk"))
+        owned = sorted(
+            Membership.objects.filter(user=viewer, role=Membership.Role.OWNER).values_list(
+                "study_id", flat=True
+            )
+        )
+        key = hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:32]
+        figures = study_figures(
+            f"rule-breaks:{key}",
+            fingerprint=repr((state["n"], state["last"], owned)),
+            items=state["n"],
+            compute="annotator.studies.usage.rule_breaks_of",
+            params=params,
+            timeout=RULE_BREAKS_CACHE_SECONDS,
+        )
+        if not figures.ready:
+            return None, figures
+        found: list[tuple[int, list[int]]] = figures.value
+        by_check: dict[int, tuple[int, list[int]]] = dict(zip(live, found, strict=True))
+        return self._listed(by_check, len(checks)), figures
+
+    def _listed(
+        self, by_check: Mapping[int, tuple[int, list[int]]], checks: int
+    ) -> list[tuple[int, list[SubmittedLabels]]]:
+        """Per check: its count and its listed annotations (one query for the annotations, one
+        for their labels); an annotation deleted since the count is left out."""
+        listed = {pk for _, ids in by_check.values() for pk in ids}
         heads = {
             row[0]: row for row in Annotation.objects.filter(pk__in=listed).values_list(*_HEAD)
         }
         labels = _labels_of(listed)
         out = []
-        for n in range(len(checks)):
+        for n in range(checks):
             count, ids = by_check.get(n, (0, []))
-            out.append((count, [_submitted_labels(heads[pk], labels) for pk in ids]))
+            out.append((count, [_submitted_labels(heads[pk], labels) for pk in ids if pk in heads]))
         return out
 
     def _rule_breaks_by_orm(
@@ -159,6 +214,21 @@ class StudyLabelUsage:
             assignment__item__study_id__in=owned.values("study_id"),
         )
 
+
+def rule_breaks_of(
+    version_ids: list[int],
+    owner_id: int,
+    predicates: list[list[Any]],
+    offsets: list[int],
+    shown: int,
+) -> list[tuple[int, list[int]]]:
+    """`sql.rule_breaks` of these JSON parameters, in the request or by a figures job."""
+    checked = [sql.RulePredicate(text, list(params)) for text, params in predicates]
+    return sql.rule_breaks(version_ids, owner_id, checked, offsets, shown)
+
+
+# How long a count of small label stores is kept (the fingerprint changes with every submit).
+RULE_BREAKS_CACHE_SECONDS = 3600
 
 _HEAD = (
     "pk",
@@ -237,31 +307,54 @@ def _broken(check: RuleCheck) -> Q | None:
     return None
 
 
-def _predicate(check: RuleCheck) -> sql.RulePredicate | None:
+class _LabelIds:
+    """The ids of the facets and categories of the versions checked, by facet key and code:
+    `sql.rule_breaks` compares ids. A version's facet keys are unique, as are a facet's codes;
+    a key or code in several versions has one id in each."""
+
+    def __init__(self, version_ids: Collection[int]) -> None:
+        self._facets: dict[str, set[int]] = {}
+        self._codes: dict[str, dict[str, list[int]]] = {}
+        categories = Category.objects.filter(facet__version_id__in=list(version_ids))
+        for pk, facet, key, code in categories.values_list("pk", "facet_id", "facet__key", "code"):
+            self._facets.setdefault(key, set()).add(facet)  # a label has a category
+            self._codes.setdefault(key, {}).setdefault(code, []).append(pk)
+
+    def facet(self, key: str) -> set[int]:
+        return self._facets.get(key, set())
+
+    def codes(self, key: str, codes: Collection[str] | None = None) -> list[int]:
+        """The categories of `codes` in the facet (all of its codes when None)."""
+        found = self._codes.get(key, {})
+        wanted = found if codes is None else codes
+        return [pk for code in wanted for pk in found.get(code, [])]
+
+
+def _predicate(check: RuleCheck, ids: _LabelIds) -> sql.RulePredicate | None:
     """The rule as `sql.rule_breaks` checks it (as `_broken` does with the ORM); None where no
     label set can break it."""
     rule = check.rule
     if rule.kind in ("requires", "forbids"):
         if rule.when_facet is not None and not rule.when_categories:
             return None
-        own = sql.has_facet(rule.facet)
+        own = sql.has_facet(ids.facet(rule.facet))
         if rule.when_facet is None:
             return (
                 own if rule.kind == "forbids" else sql.RulePredicate(f"NOT ({own.sql})", own.params)
             )
-        trigger = sql.has_code(rule.when_facet, rule.when_categories)
+        trigger = sql.has_code(ids.codes(rule.when_facet, rule.when_categories))
         return sql.both(trigger, own, negate_second=rule.kind == "requires")
     if rule.kind == "leaf_only":
         groups = check.groups - set(rule.categories)
-        return sql.has_code(rule.facet, sorted(groups)) if groups else None
+        return sql.has_code(ids.codes(rule.facet, groups)) if groups else None
     if rule.kind == "exclusive":
-        twice = sorted({code for code in rule.categories if rule.categories.count(code) > 1})
-        codes = sorted(set(rule.categories))
-        two = sql.more_codes_than(rule.facet, 1, codes) if len(codes) > 1 else None
-        repeated = sql.has_code(rule.facet, twice) if twice else None
+        twice = {code for code in rule.categories if rule.categories.count(code) > 1}
+        codes = set(rule.categories)
+        two = sql.more_codes_than(ids.codes(rule.facet, codes), 1) if len(codes) > 1 else None
+        repeated = sql.has_code(ids.codes(rule.facet, twice)) if twice else None
         if two is not None and repeated is not None:
             return sql.either(two, repeated)
         return two or repeated
     if rule.kind == "max_choices" and rule.max_choices and check.codes > rule.max_choices:
-        return sql.more_codes_than(rule.facet, rule.max_choices)
+        return sql.more_codes_than(ids.codes(rule.facet), rule.max_choices)
     return None

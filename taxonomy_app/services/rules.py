@@ -185,9 +185,30 @@ def rule_breaks(
 
     The label sets are checked by the database (`LabelUsage.rule_breaks`), not here: at
     100,000 items reading every label set took over 30 seconds."""
+    rules, infos, checks, versions = _checks(version, pages)
+    found = label_usage().rule_breaks(versions, checks, viewer, shown=SHOWN) if rules else []
+    return _breaks(rules, infos, checks, found)
+
+
+def rule_breaks_as_of(
+    *, version: CodebookVersion, viewer: Any, pages: Mapping[int, int] | None = None
+) -> tuple[list[RuleBreak] | None, Any]:
+    """`rule_breaks` as the label store last counted them (`LabelUsage.rule_breaks_as_of`),
+    with its status for the page (None: counted now); (None, status) before the first count."""
+    rules, infos, checks, versions = _checks(version, pages)
+    if not rules:
+        return [], None
+    found, status = label_usage().rule_breaks_as_of(versions, checks, viewer, shown=SHOWN)
+    return (None if found is None else _breaks(rules, infos, checks, found)), status
+
+
+def _checks(
+    version: CodebookVersion, pages: Mapping[int, int] | None
+) -> tuple[tuple[Rule, ...], dict[str, FacetInfo], list[RuleCheck], list[int]]:
+    """The version's rules, its facets, a check of each rule and the versions checked."""
     rules = version_rules(version)
     if not rules:
-        return []
+        return (), {}, [], []
     infos = version_facet_infos(version)
     pages = pages or {}
     codes = codes_per_facet(version.codebook_id)
@@ -201,7 +222,15 @@ def rule_breaks(
         for n, rule in enumerate(rules)
     ]
     versions = [version.pk] + ([version.based_on_id] if version.based_on_id else [])
-    found = label_usage().rule_breaks(versions, checks, viewer, shown=SHOWN)
+    return rules, infos, checks, versions
+
+
+def _breaks(
+    rules: Sequence[Rule],
+    infos: dict[str, FacetInfo],
+    checks: list[RuleCheck],
+    found: list[tuple[int, list[SubmittedLabels]]],
+) -> list[RuleBreak]:
     return [
         RuleBreak(n, rule, describe(rule, infos), count, annotations, check.offset)
         for n, (rule, check, (count, annotations)) in enumerate(

@@ -199,10 +199,10 @@ def test_every_rule_is_checked_in_one_statement(ruled, django_assert_max_num_que
     world, draft = ruled
     rules = draft.rules.count()
 
-    # the version's rules, facets, categories and codes per facet (4); one statement for every
-    # rule; the listed annotations and their labels (2)
+    # the version's rules, facets, categories and codes per facet (4); the ids of the versions'
+    # categories; one statement for every rule; the listed annotations and their labels (2)
     assert rules > 5
-    with django_assert_max_num_queries(4 + 1 + 2):
+    with django_assert_max_num_queries(4 + 1 + 1 + 2):
         rule_breaks(version=draft, viewer=world.owner)
 
 
@@ -222,3 +222,39 @@ def test_the_sql_statement_answers_as_the_orm_queries_it_replaces(ruled):
 
     assert by_sql == usage._rule_breaks_by_orm(versions, checks, world.owner, shown=5)
     assert any(count > 5 for count, _ in by_sql)
+
+
+def test_a_large_label_stores_breaks_are_counted_by_a_job_and_served_with_their_time(
+    client, ruled, settings, monkeypatch
+):
+    """Past FIGURES_INLINE_MAX_ITEMS submitted annotations the breaks are figures: while the
+    first count is under way the page says so and polls its region; then it shows what the
+    request would have counted, with when it was counted."""
+    from django.core.cache import cache
+
+    from annotator.celery import app
+
+    world, draft = ruled
+    AnnotationLabel.objects.filter(facet__key="fix").delete()  # rule 2: "requires fix"
+    expected = rule_breaks(version=draft, viewer=world.owner)[1]
+    settings.FIGURES_INLINE_MAX_ITEMS = 0
+    cache.clear()
+    url = reverse("taxonomy:rule_breaks", args=[draft.pk])
+    client.force_login(world.owner)
+    # A job was sent and is counting: nothing to serve yet.
+    monkeypatch.setattr("annotator.figures._lock_or_running", lambda *args: True)
+    waiting = client.get(url).content.decode()
+    polled = client.get(url, headers={"HX-Request": "true"}).content.decode()
+    assert 'data-figures-status="computing"' in waiting and 'id="rule-1"' not in waiting
+    assert 'hx-trigger="every 2s"' in waiting and "has no label rules" not in waiting
+    assert polled.lstrip().startswith('<div id="rule-breaks"') and "<html" not in polled
+    monkeypatch.undo()
+    app.conf.task_always_eager = True  # the job runs in this process once it is sent
+    try:
+        counted = client.get(url).content.decode()
+    finally:
+        app.conf.task_always_eager = False
+    assert 'data-figures-status="current"' in counted and "hx-trigger" not in counted
+    section = counted[counted.index('id="rule-2"') : counted.index('id="rule-3"')]
+    assert f"{expected.count} annotations" in section and expected.count > SHOWN
+    assert section.count("<tr><td>") == len(expected.annotations) == SHOWN
