@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -204,15 +205,22 @@ def scroll_tops(page: Any) -> tuple[float, float]:
     )
 
 
-def settled_scroll_tops(page: Any) -> tuple[float, float]:
-    """The scroll positions once a wheel's smooth scrolling has stopped."""
-    before = None
+def settled_scroll_tops(page: Any, before: tuple[float, float]) -> tuple[float, float]:
+    """The scroll positions once a wheel's smooth scrolling has started (they differ from
+    `before`: on a busy machine its first frame can come late; given up after 5 s) and then
+    stopped."""
+    deadline = time.monotonic() + 5
+    now = scroll_tops(page)
+    while now == before and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
+        now = scroll_tops(page)
+    previous = None
     for _ in range(50):
+        if now == previous:
+            return now
+        previous = now
         page.wait_for_timeout(100)
         now = scroll_tops(page)
-        if now == before:
-            return now
-        before = now
     return now
 
 
@@ -231,13 +239,13 @@ def test_thread_and_facets_scroll_on_their_own_and_the_page_does_not(browser, li
 
     page.mouse.move(thread["x"] + thread["width"] / 2, thread["y"] + thread["height"] / 2)
     page.mouse.wheel(0, 500)
-    thread_top, panel_top = settled_scroll_tops(page)
+    thread_top, panel_top = settled_scroll_tops(page, (0, 0))
     assert thread_top > 0 and panel_top == 0
 
     page.mouse.move(panel["x"] + panel["width"] / 2, panel["y"] + panel["height"] / 2)
     page.mouse.wheel(0, 300)
-    assert settled_scroll_tops(page)[0] == thread_top
-    assert settled_scroll_tops(page)[1] > 0
+    after = settled_scroll_tops(page, (thread_top, panel_top))
+    assert after[0] == thread_top and after[1] > 0
     assert page.evaluate("document.scrollingElement.scrollTop") == 0  # the window stays put
     # full width: the layout is not capped at 1,200 px
     assert page.evaluate("document.querySelector('main').getBoundingClientRect().width") >= (
