@@ -3,6 +3,8 @@ has none (advisory locks), against what it must do."""
 
 from __future__ import annotations
 
+import io
+import json
 import secrets
 from datetime import UTC, datetime
 from typing import Any
@@ -322,3 +324,21 @@ def _try_lock(other: Any, space: int, key: int) -> bool:
     with other.cursor() as cursor:
         cursor.execute("SELECT pg_try_advisory_lock(%s::int, %s::int)", [space, key])
         return bool(cursor.fetchone()[0])
+
+
+def test_a_prepared_issue_is_its_copy_line_after_the_repository_id(db):
+    """The import makes each issue's COPY line in its parse thread, all but the repository's
+    id, which the writer resolves and puts first: the line is the row's, in the column order
+    COPY names (repository_id first)."""
+    from annotator.issues.formats import iter_records
+    from annotator.issues.writer import RecordWriter, _issue_row
+    from tests.issues.test_import_service import rest_issue
+
+    if connection.vendor != "postgresql":
+        pytest.skip("COPY lines are PostgreSQL's")
+    assert bulk.ISSUE_COLUMNS[0] == "repository_id"
+    text = json.dumps([rest_issue(7)]).encode()
+    (record,) = iter_records(io.BytesIO(text), format="auto", filename="issues.json")
+    prepared = RecordWriter().prepare(record)
+    row = _issue_row(42, record, prepared.content_hash)
+    assert b"42" + prepared.copy_tail == sql.copy_line(row)
