@@ -7,7 +7,9 @@ the cache under a fingerprint that every write they depend on changes, so while 
 nearly every view would compute them again. On a study of more than FIGURES_INLINE_MAX_ITEMS
 items a view instead serves the last computed figures, says when they were computed (`Figures`),
 and a Celery job computes the current ones; the page polls until they are there. A smaller
-study computes them in the request, under their fingerprint, as before.
+study computes them in the request, under their fingerprint, as before. The analysis's list of
+the study's repositories, and a codebook version's rule breaks over the submitted annotations of
+its owner's studies (annotator/studies/usage.py), are figures the same way.
 
 The last computation is kept under a key without the fingerprint (`figures-last:<name>`): its
 value, the fingerprint it was computed for and when. At most one job runs per name: a lock
