@@ -107,10 +107,16 @@ def fingerprint(study_id: int) -> tuple[Any, ...]:
     decision made or deleted changes the count, the prior-label import makes new ones). A
     write in another study only counts these again. Codebook edits need no key: the counts
     are by category id, named from the codebook at each request (`_tally`)."""
-    state = Item.objects.filter(study_id=study_id).aggregate(n=Count("pk"), last=Max("pk"))
     decisions = Decision.objects.order_by().aggregate(n=Count("pk"), at=Max("updated_at"))
     at = decisions["at"].isoformat() if decisions["at"] else ""
-    return (state["n"], state["last"], decisions["n"], at)
+    return (*item_state(study_id), decisions["n"], at)
+
+
+def item_state(study_id: int) -> tuple[int, int | None]:
+    """How many items the study has and its newest item id, in one index-only read: what
+    changes when items are added or deleted, the only way a study's items change."""
+    state = Item.objects.filter(study_id=study_id).aggregate(n=Count("pk"), last=Max("pk"))
+    return state["n"], state["last"]
 
 
 def _tally(

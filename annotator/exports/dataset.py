@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Exists, Max, OuterRef, QuerySet
+from django.db.models import Count, Exists, OuterRef, QuerySet
 
 from annotator.adjudication.models import Decision, DecisionLabel
 from annotator.agreement.models import AgreementRun
@@ -21,7 +21,7 @@ from annotator.issues.filter_text import filter_names, readable_filters
 from annotator.issues.models import Repository
 from annotator.studies.models import Annotation, Item, Membership, Selection, Study
 
-from .aggregates import CACHE_SECONDS, study_tally_as_of
+from .aggregates import CACHE_SECONDS, item_state, study_tally_as_of
 from .analysis import (
     Dataset,
     FacetScheme,
@@ -80,11 +80,11 @@ def study_repositories(study: Study) -> list[str]:
     added or deleted). Listing them joins every item to its issue (250 ms at 200,000 items),
     so a large study's list is a job's, the last one served meanwhile (annotator/figures.py):
     empty until the first is computed, without a repository added since until the next."""
-    state = Item.objects.filter(study=study).aggregate(n=Count("pk"), last=Max("pk"))
+    items, last = item_state(study.pk)
     figures = study_figures(
         f"analysis-repositories:{study.pk}",
-        fingerprint=f"{state['n']}:{state['last']}",
-        items=state["n"],
+        fingerprint=f"{items}:{last}",
+        items=items,
         compute="annotator.exports.dataset.repositories_of",
         params={"study_id": study.pk},
         timeout=CACHE_SECONDS,

@@ -107,18 +107,9 @@ class StudyLabelUsage:
             return [(0, []) for _ in checks]
         if connection.vendor != "postgresql":
             return self._rule_breaks_by_orm(version_ids, checks, viewer, shown=shown)
-        label_ids = _LabelIds(version_ids)
-        predicates = [_predicate(check, label_ids) for check in checks]
-        live = [n for n, predicate in enumerate(predicates) if predicate is not None]
-        found = sql.rule_breaks(
-            list(version_ids),
-            viewer.pk,
-            [p for p in predicates if p is not None],
-            [checks[n].offset for n in live],
-            shown,
-        )
-        by_check: dict[int, tuple[int, list[int]]] = dict(zip(live, found, strict=True))
-        return self._listed(by_check, len(checks))
+        live, params = _rule_query(version_ids, checks, viewer.pk, shown)
+        found = rule_breaks_of(**params)
+        return self._listed(dict(zip(live, found, strict=True)), len(checks))
 
     def rule_breaks_as_of(
         self, version_ids: Collection[int], checks: Sequence[RuleCheck], viewer: Any, *, shown: int
@@ -131,16 +122,7 @@ class StudyLabelUsage:
         annotations' count and newest id, and the studies the viewer owns."""
         if not getattr(viewer, "is_authenticated", False) or connection.vendor != "postgresql":
             return self.rule_breaks(version_ids, checks, viewer, shown=shown), None
-        label_ids = _LabelIds(version_ids)
-        predicates = [_predicate(check, label_ids) for check in checks]
-        live = [n for n, predicate in enumerate(predicates) if predicate is not None]
-        params = {
-            "version_ids": sorted(version_ids),
-            "owner_id": viewer.pk,
-            "predicates": [list(p) for p in predicates if p is not None],
-            "offsets": [checks[n].offset for n in live],
-            "shown": shown,
-        }
+        live, params = _rule_query(version_ids, checks, viewer.pk, shown)
         state = Annotation.objects.filter(
             status=Annotation.Status.SUBMITTED, codebook_version_id__in=list(version_ids)
         ).aggregate(n=Count("pk"), last=Max("pk"))
@@ -161,8 +143,7 @@ class StudyLabelUsage:
         if not figures.ready:
             return None, figures
         found: list[tuple[int, list[int]]] = figures.value
-        by_check: dict[int, tuple[int, list[int]]] = dict(zip(live, found, strict=True))
-        return self._listed(by_check, len(checks)), figures
+        return self._listed(dict(zip(live, found, strict=True)), len(checks)), figures
 
     def _listed(
         self, by_check: Mapping[int, tuple[int, list[int]]], checks: int
@@ -213,6 +194,24 @@ class StudyLabelUsage:
             codebook_version_id__in=list(version_ids),
             assignment__item__study_id__in=owned.values("study_id"),
         )
+
+
+def _rule_query(
+    version_ids: Collection[int], checks: Sequence[RuleCheck], owner_id: int, shown: int
+) -> tuple[list[int], dict[str, Any]]:
+    """The checks whose rule some label set can break (their positions), and `rule_breaks_of`'s
+    parameters for them, JSON values (a figures job's parameters)."""
+    label_ids = _LabelIds(version_ids)
+    predicates = [_predicate(check, label_ids) for check in checks]
+    live = [n for n, predicate in enumerate(predicates) if predicate is not None]
+    params = {
+        "version_ids": sorted(version_ids),
+        "owner_id": owner_id,
+        "predicates": [list(p) for p in predicates if p is not None],
+        "offsets": [checks[n].offset for n in live],
+        "shown": shown,
+    }
+    return live, params
 
 
 def rule_breaks_of(

@@ -6,6 +6,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from django.db import connection, transaction
@@ -24,6 +26,23 @@ ITEMS = 120
 K = 2
 
 
+def in_thread(
+    work: Callable[..., object], errors: list[BaseException], *args: Any
+) -> threading.Thread:
+    """A thread running `work(*args)` on a database connection of its own, closed at the end;
+    what it raises is appended to `errors` for the test to assert on."""
+
+    def run() -> None:
+        try:
+            work(*args)
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            connection.close()
+
+    return threading.Thread(target=run)
+
+
 def test_retraining_while_screeners_work_loses_nothing_and_keeps_k() -> None:
     if connection.vendor != "postgresql":
         pytest.skip("SKIP LOCKED and row locks need PostgreSQL")
@@ -34,32 +53,22 @@ def test_retraining_while_screeners_work_loses_nothing_and_keeps_k() -> None:
     submitted: Counter[int] = Counter()
 
     def screen(person) -> None:  # type: ignore[no-untyped-def]
-        try:
-            start.wait()
-            while sw.screen(person) is not None:
-                submitted[person.pk] += 1
-        except BaseException as error:
-            errors.append(error)
-        finally:
-            connection.close()
+        start.wait()
+        while sw.screen(person) is not None:
+            submitted[person.pk] += 1
 
     def retrain_all_the_time() -> None:
-        try:
-            start.wait()
-            drawn = False
-            while not done.is_set():
-                if Annotation.objects.filter(status="submitted").count() >= 2:
-                    retrain(sw.world.round.pk)
-                if not drawn and Item.objects.filter(submitted_count=K).count() >= ITEMS // 2:
-                    draw_audit(round=sw.world.round, size=10, seed=1)
-                    drawn = True
-        except BaseException as error:
-            errors.append(error)
-        finally:
-            connection.close()
+        start.wait()
+        drawn = False
+        while not done.is_set():
+            if Annotation.objects.filter(status="submitted").count() >= 2:
+                retrain(sw.world.round.pk)
+            if not drawn and Item.objects.filter(submitted_count=K).count() >= ITEMS // 2:
+                draw_audit(round=sw.world.round, size=10, seed=1)
+                drawn = True
 
-    trainer = threading.Thread(target=retrain_all_the_time)
-    threads = [threading.Thread(target=screen, args=(p,)) for p in sw.screeners]
+    trainer = in_thread(retrain_all_the_time, errors)
+    threads = [in_thread(screen, errors, p) for p in sw.screeners]
     trainer.start()
     for thread in threads:
         thread.start()
@@ -106,25 +115,13 @@ def test_an_audit_drawn_while_the_model_trains_stays_first_in_the_ranks() -> Non
     errors: list[BaseException] = []
 
     def draw_and_hold() -> None:
-        try:
-            with transaction.atomic():
-                draw_audit(round=sw.world.round, size=10, seed=3)
-                drawn.set()
-                release.wait(timeout=30)
-        except BaseException as error:
-            errors.append(error)
-        finally:
-            connection.close()
+        with transaction.atomic():
+            draw_audit(round=sw.world.round, size=10, seed=3)
+            drawn.set()
+            release.wait(timeout=30)
 
-    def train() -> None:
-        try:
-            retrain(sw.world.round.pk)
-        except BaseException as error:
-            errors.append(error)
-        finally:
-            connection.close()
-
-    drawer, trainer = threading.Thread(target=draw_and_hold), threading.Thread(target=train)
+    drawer = in_thread(draw_and_hold, errors)
+    trainer = in_thread(retrain, errors, sw.world.round.pk)
     drawer.start()
     assert drawn.wait(timeout=30)
     trainer.start()
