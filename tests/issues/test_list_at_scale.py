@@ -227,3 +227,59 @@ def test_a_search_listed_newest_first_is_not_counted_by_a_capped_count(
     assert paginator.count_is_estimate and paginator.count > 5
     counts = [q["sql"] for q in queries if "COUNT(*)" in q["sql"] and "@@" in q["sql"]]
     assert counts == []
+
+
+def _estimate_short_of_the_rows(monkeypatch):  # type: ignore[no-untyped-def]
+    """The planner's estimate six where there are thirty rows, as lagging statistics give it;
+    the limit five, so six is taken as "about 6"."""
+    import annotator.paging
+
+    monkeypatch.setattr(EstimatedPaginator, "exact_limit", 5)
+    monkeypatch.setattr(annotator.paging, "planned_rows", lambda rows: 6)
+
+
+def test_pages_past_an_estimate_short_of_the_rows_are_served_to_the_last_row(
+    logged_in_client, thirty_issues, monkeypatch
+):
+    _estimate_short_of_the_rows(monkeypatch)
+
+    first = logged_in_client.get(reverse("issues:list"))
+    second = logged_in_client.get(reverse("issues:list"), {"page": 2})
+
+    assert first.context["page"].paginator.count_is_estimate
+    assert "Page 1 of about 1" in first.content.decode()
+    assert "page=2" in first.content.decode()  # a Next link, though the estimate has one page
+    numbers = [issue.number for issue in second.context["page"].object_list]
+    assert numbers == [5, 4, 3, 2, 1]  # the last five of thirty, newest first
+    assert "Next" not in second.content.decode()
+
+
+def test_a_page_past_the_last_row_of_an_estimate_shows_the_first(
+    logged_in_client, thirty_issues, monkeypatch
+):
+    _estimate_short_of_the_rows(monkeypatch)
+
+    response = logged_in_client.get(reverse("issues:list"), {"page": 3})
+
+    assert response.context["page"].number == 1
+    assert [i.number for i in response.context["page"].object_list][:2] == [30, 29]
+
+
+def test_the_api_pages_past_an_estimate_short_of_the_rows(client, user, thirty_issues, monkeypatch):
+    from annotator.api_pagination import EstimatedPagination
+
+    _estimate_short_of_the_rows(monkeypatch)
+    monkeypatch.setattr(EstimatedPagination, "page_size", 10)
+    client.force_login(user)
+
+    pages, url = [], "/api/issues/"
+    while url:
+        body = client.get(url).json()
+        pages.append([issue["number"] for issue in body["results"]])
+        url = body["next"]
+
+    assert body["count"] == 6 and body["count_is_estimate"] is True
+    assert [len(page) for page in pages] == [10, 10, 10]  # every row, though "about 6"
+    assert sorted(n for page in pages for n in page) == list(range(1, 31))
+    assert client.get("/api/issues/?page=4").status_code == 404
+    assert client.get("/api/issues/?page=0").status_code == 404
