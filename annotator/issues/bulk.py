@@ -28,9 +28,12 @@ _UPDATED = [
 ]
 
 
-def upsert_issue_rows(rows: Sequence[tuple[Any, ...] | bytes]) -> list[int]:
+def upsert_issue_rows(
+    rows: Sequence[tuple[Any, ...] | bytes], vectors: Sequence[str | None] | None = None
+) -> list[int]:
     """Insert or update issues given as tuples in ISSUE_COLUMNS order (on PostgreSQL also as
-    their sql.copy_line); return their ids.
+    their sql.copy_line, and with `vectors` beside them where computed ahead: see
+    sql.copy_upsert_issues); return their ids.
 
     Must run inside a transaction (the staging table lives until it commits). On PostgreSQL the
     rows are stored with their search vectors; elsewhere there is no search index.
@@ -44,7 +47,7 @@ def upsert_issue_rows(rows: Sequence[tuple[Any, ...] | bytes]) -> list[int]:
         return _bulk_create(tuples)
     if not connection.in_atomic_block:
         raise RuntimeError("upsert_issue_rows must run inside transaction.atomic()")
-    return copy_upsert_issues(rows)
+    return copy_upsert_issues(rows, vectors)
 
 
 def _bulk_create(rows: Sequence[tuple[Any, ...]]) -> list[int]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 
 from annotator.jobs import claim_job, finish_job, job_heartbeat, memory_budget, report_progress
 from annotator.upload_handling import generated_file
@@ -85,7 +85,11 @@ def import_issues(
     if user is None and job is not None:
         user = job.created_by
     writer = RecordWriter(job=job, user=user)
-    with transaction.atomic(), _ParsedAhead(records, BATCH_SIZE, writer.prepare) as batches:
+    with (
+        transaction.atomic(),
+        _ParsedAhead(records, BATCH_SIZE, writer.prepare) as prepared,
+        _VectorsAhead(prepared, writer.with_vectors) as batches,
+    ):
         read = 0
         for batch in batches:
             writer.write(batch)
@@ -180,20 +184,16 @@ def start_import_job(
     return job
 
 
-class _ParsedAhead(threading.Thread):
-    """The records in batches, in order, parsed and prepared (`prepare`: RecordWriter.prepare)
-    in a thread of its own ahead of the writer: the writer's statements leave the interpreter
-    free while PostgreSQL works (the search vectors are most of the upsert's time), and the
-    parse (JSON, the depth scan, hashes, the rows' COPY text) fills that time on the machine's
-    other core. Holds at most PARSED_AHEAD batches, so memory stays flat; an error is raised in
-    order, after the records before it. Use it as a context manager: leaving the block stops
-    the parse, however the block ends."""
+class _Ahead(threading.Thread):
+    """Batches made in a thread of its own ahead of the writer (`_batches`), in order. Holds
+    at most PARSED_AHEAD of them, so memory stays flat; an error is raised in its place, after
+    the batches before it. Use it as a context manager: leaving the block stops the thread,
+    however the block ends."""
 
-    def __init__(self, records: Iterable[Any], size: int, prepare: Callable[[Any], Any]) -> None:
-        super().__init__(name="import-parser", daemon=True)
-        self._batches: queue.Queue[list[Any] | BaseException | None] = queue.Queue(PARSED_AHEAD)
+    def __init__(self, name: str) -> None:
+        super().__init__(name=name, daemon=True)
+        self._queue: queue.Queue[list[Any] | BaseException | None] = queue.Queue(PARSED_AHEAD)
         self._stopped = threading.Event()
-        self._records, self._size, self._prepare = records, size, prepare
 
     def __enter__(self) -> Iterator[list[Any]]:
         self.start()
@@ -203,13 +203,46 @@ class _ParsedAhead(threading.Thread):
         self._stopped.set()
         self.join()
 
+    def _batches(self) -> Iterator[list[Any]]:
+        raise NotImplementedError
+
     def _read(self) -> Iterator[list[Any]]:
-        while (item := self._batches.get()) is not None:
+        while (item := self._queue.get()) is not None:
             if isinstance(item, BaseException):
                 raise item
             yield item
 
     def run(self) -> None:
+        try:
+            for batch in self._batches():
+                if self._stopped.is_set():
+                    return
+                self._put(batch)
+            self._put(None)
+        except BaseException as error:  # MemoryError too: the job reports it
+            self._put(error)
+
+    def _put(self, item: list[Any] | BaseException | None) -> None:
+        while not self._stopped.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+
+class _ParsedAhead(_Ahead):
+    """The records in batches, in order, parsed and prepared (`prepare`: RecordWriter.prepare)
+    in a thread of its own ahead of the writer: the writer's statements leave the interpreter
+    free while PostgreSQL works, and the parse (JSON, the depth scan, hashes, the rows' COPY
+    text) fills that time on the machine's other core. The records before an error are a batch
+    of their own, written first: an error among them is the file's first."""
+
+    def __init__(self, records: Iterable[Any], size: int, prepare: Callable[[Any], Any]) -> None:
+        super().__init__("import-parser")
+        self._records, self._size, self._prepare = records, size, prepare
+
+    def _batches(self) -> Iterator[list[Any]]:
         batch: list[Any] = []
         try:
             for record in self._records:
@@ -217,20 +250,34 @@ class _ParsedAhead(threading.Thread):
                     return
                 batch.append(self._prepare(record))
                 if len(batch) == self._size:
-                    self._put(batch)
+                    yield batch
                     batch = []
+        except BaseException:
             if batch:
-                self._put(batch)
-            self._put(None)
-        except BaseException as error:  # MemoryError too: the job reports it
-            if batch:  # written first: an error among them is the file's first
-                self._put(batch)
-            self._put(error)
+                yield batch
+            raise
+        if batch:
+            yield batch
 
-    def _put(self, item: list[Any] | BaseException | None) -> None:
-        while not self._stopped.is_set():
-            try:
-                self._batches.put(item, timeout=0.1)
+
+class _VectorsAhead(_Ahead):
+    """The parsed batches with their issues' search vectors (`add`: RecordWriter.with_vectors),
+    computed on a connection of this thread's own while the writer's connection stores the
+    batch before: the vectors are half of the upsert's backend time, and here PostgreSQL spends
+    it on another backend, on the machine's other core. Closes its connection when done."""
+
+    def __init__(self, batches: Iterator[list[Any]], add: Callable[[list[Any]], list[Any]]) -> None:
+        super().__init__("import-vectors")
+        self._source, self._add = batches, add
+
+    def _batches(self) -> Iterator[list[Any]]:
+        for batch in self._source:
+            if self._stopped.is_set():
                 return
-            except queue.Full:
-                continue
+            yield self._add(batch)
+
+    def run(self) -> None:
+        try:
+            super().run()
+        finally:
+            connection.close()  # this thread's own

@@ -107,11 +107,14 @@ _i = Table(Issue, "i")
 _c = Table(IssueComment, "c")
 _STAGE = "issue_stage"  # a temporary table of this statement's own, not a model's
 _COLUMNS = ", ".join(_issue.c(f.name) for f in IMPORTED_FIELDS)
+# The stage holds the imported fields and, last, the search vector where the import computed it
+# beforehand (`text_vectors`), else NULL: the upsert then computes it.
 _CREATE_STAGE = (
     f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE} ON COMMIT DROP AS "
-    f"SELECT {_COLUMNS} FROM {_issue} WITH NO DATA"
+    f"SELECT {_COLUMNS}, {_issue.search_vector} FROM {_issue} WITH NO DATA"
 )
-_COPY = f"COPY {_STAGE} ({_COLUMNS}) FROM STDIN"
+_COPY = f"COPY {_STAGE} ({_COLUMNS}, {_issue.search_vector}) FROM STDIN"
+_GIVEN = f"{_STAGE}.{_issue.search_vector}"
 _STORED_COMMENTS = (
     f"(SELECT count(*) FROM {_c} WHERE {_c.issue} = {_issue.bare()}.{_issue.c('id')})"
 )
@@ -120,8 +123,10 @@ _STORED_COMMENTS = (
 # the left's, so this equals the whole vector computed at once, as the indexer does).
 _UPSERT = (
     f"INSERT INTO {_issue} ({_COLUMNS}, {_issue.imported_at}, {_issue.search_vector}) "
-    f"SELECT {_COLUMNS}, now(), {_text_vector(_issue.title, SEARCH_TEXT_LIMIT)} "
-    f"FROM {_STAGE}, {_parts(_issue.body, SEARCH_TEXT_LIMIT)} "
+    f"SELECT {_COLUMNS}, now(), "
+    f"coalesce({_GIVEN}, {_text_vector(_issue.title, SEARCH_TEXT_LIMIT)}) FROM {_STAGE}, "
+    # A body whose vector is given is not split (unnest(NULL) is no rows).
+    f"{_parts(f'CASE WHEN {_GIVEN} IS NULL THEN {_issue.body} END', SEARCH_TEXT_LIMIT)} "
     f"ON CONFLICT ({_issue.repository}, {_issue.number}) DO UPDATE SET "
     + ", ".join(
         f"{_issue.c(f.name)} = EXCLUDED.{_issue.c(f.name)}"
@@ -166,15 +171,19 @@ def copy_line(values: Sequence[Any], *, lead: bool = False) -> bytes:
     return (b"\t" if lead else b"") + "\t".join(map(_copy_value, values)).encode() + b"\n"
 
 
-def copy_upsert_issues(rows: Sequence[tuple[Any, ...] | bytes]) -> list[int]:
+def copy_upsert_issues(
+    rows: Sequence[tuple[Any, ...] | bytes], vectors: Sequence[str | None] | None = None
+) -> list[int]:
     """Insert or update issues given as tuples of IMPORTED_FIELDS' values, or as those tuples'
     `copy_line`s, with their search vectors; return their ids. PostgreSQL only, inside a
-    transaction (the staging table is dropped when it commits).
+    transaction (the staging table is dropped when it commits). `vectors`, beside the rows,
+    are their title's and body's vectors as `text_vectors` gives them, where computed already
+    (None: computed here).
 
-    The vector is computed in the same statement, so an import is searchable when it commits
-    and each row is written once: indexing after the commit wrote every row a second time, with
-    an entry in each of the table's indexes (100,000 issues: 38 s of indexing after a 15 s
-    import; benchmarks/import_issues.py).
+    The vector is stored in the same statement (given, or computed there), so an import is
+    searchable when it commits and each row is written once: indexing after the commit wrote
+    every row a second time, with an entry in each of the table's indexes (100,000 issues: 38 s
+    of indexing after a 15 s import; benchmarks/import_issues.py).
 
     Not the ORM: COPY into a temporary table and one INSERT … SELECT … ON CONFLICT send 1,000
     issues in one round trip of plain text, where `bulk_create(update_conflicts=True)` sends a
@@ -187,7 +196,7 @@ def copy_upsert_issues(rows: Sequence[tuple[Any, ...] | bytes]) -> list[int]:
             cursor.execute(_LZ4)
         cursor.execute(_CREATE_STAGE)
         cursor.execute(f"TRUNCATE {_STAGE}")
-        cursor.copy_expert(_COPY, _CopyStream(rows))
+        cursor.copy_expert(_COPY, _CopyStream(rows, vectors or [None] * len(rows)))
         cursor.execute(_UPSERT)
         return [pk for (pk,) in cursor.fetchall()]
 
@@ -197,9 +206,13 @@ class _CopyStream:
     as COPY reads them: one batch as a single string would be megabytes, and allocations that
     large fragment the heap so that the process grows with the number of batches."""
 
-    def __init__(self, rows: Sequence[tuple[Any, ...] | bytes]) -> None:
+    def __init__(
+        self, rows: Sequence[tuple[Any, ...] | bytes], vectors: Sequence[str | None]
+    ) -> None:
         self._lines: Iterator[bytes] = (
-            row if isinstance(row, bytes) else copy_line(row) for row in rows
+            (row[:-1] if isinstance(row, bytes) else copy_line(row)[:-1])
+            + copy_line([vector], lead=True)
+            for row, vector in zip(rows, vectors, strict=True)
         )
         self._buffer = bytearray()
 
@@ -236,6 +249,23 @@ def _copy_value(value: Any) -> str:
         .replace("\n", "\\n")
         .replace("\r", "\\r")
     )
+
+
+def text_vectors(
+    titles: Sequence[str], bodies: Sequence[str], *, text_limit: int = SEARCH_TEXT_LIMIT
+) -> list[str]:
+    """The search vectors of issues' titles and bodies (weights A, B and D, as the upsert
+    computes them), as tsvector text, in order; computed by this thread's connection, which
+    reads no table. The import computes them on a connection of their own, beside its upsert
+    (services.py). Not the ORM: it is the index's definition above, over arrays."""
+    statement = (
+        f"SELECT ({_text_vector('s.title', text_limit)})::text "
+        "FROM unnest(%(titles)s::text[], %(bodies)s::text[]) "
+        f"WITH ORDINALITY AS s(title, body, n), {_parts('s.body', text_limit)} ORDER BY s.n"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(statement, {"titles": list(titles), "bodies": list(bodies)})
+        return [vector for (vector,) in cursor.fetchall()]
 
 
 def index_search_batch(*, batch_size: int, text_limit: int = SEARCH_TEXT_LIMIT) -> int:

@@ -6,6 +6,7 @@ objects into records, always inside one transaction per unit of work.
 
 from __future__ import annotations
 
+import dataclasses
 import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from django.utils import timezone
 from .bulk import ISSUE_COLUMNS, count_stored_comments, upsert_issue_rows
 from .formats import CommentRecord, ImportFormatError, IssueRecord
 from .models import KNOWN_RENAMES, ImportJob, Issue, IssueComment, IssueRevision, Repository
-from .sql import copy_line
+from .sql import copy_line, text_vectors
 
 COMMENT_FIELDS = ["github_id", "author", "body", "created_at", "updated_at", "raw", "content_hash"]
 
@@ -81,6 +82,8 @@ class PreparedIssue:
     record: IssueRecord
     content_hash: str
     copy_tail: bytes | None
+    # Its title's and body's search vector (sql.text_vectors), where computed ahead.
+    vector: str | None = None
 
 
 class RecordWriter:
@@ -107,6 +110,7 @@ class RecordWriter:
         self._repositories: dict[str, Repository] = {}
         self._written: dict[int, bytearray] = {}
         self._copy = connection.vendor == "postgresql"  # rows as COPY lines (bulk.py)
+        self._wrote_last = True  # whether the last batch of issues wrote any
 
     def prepare(self, record: Any) -> Any:
         """An issue record as a PreparedIssue (raising ImportFormatError for its URL); any
@@ -117,6 +121,23 @@ class RecordWriter:
         digest = record.content_hash()
         tail = copy_line(_issue_row(0, record, digest)[1:], lead=True) if self._copy else None
         return PreparedIssue(record, digest, tail)
+
+    def with_vectors(self, batch: list[Any]) -> list[Any]:
+        """The batch with each PreparedIssue's search vector, computed by this thread's
+        connection (on PostgreSQL; elsewhere there is no search index). Writes nothing, so it
+        may run in another thread, beside the upsert of the batch before: the vectors are half
+        of the upsert's backend time, and there they take the machine's other core. Skipped
+        while the batch written last was all unchanged (a re-import): those vectors would be
+        thrown away, and the upsert computes any vector not given."""
+        if not self._copy or not self._wrote_last:
+            return batch
+        at = [n for n, r in enumerate(batch) if isinstance(r, PreparedIssue)]
+        issues = [batch[n].record for n in at]
+        vectors = text_vectors([r.title for r in issues], [r.body for r in issues])
+        done = list(batch)
+        for n, vector in zip(at, vectors, strict=True):
+            done[n] = dataclasses.replace(batch[n], vector=vector)
+        return done
 
     def write(self, batch: list[Any]) -> None:
         """Write a batch of IssueRecord, PreparedIssue and CommentRecord."""
@@ -159,6 +180,7 @@ class RecordWriter:
             by_key[key] = issue
         existing = self._existing_issues(by_key)
         to_write: list[tuple[Any, ...] | bytes] = []
+        vectors: list[str | None] = []
         updated: dict[int, IssueRecord] = {}
         for key, issue in by_key.items():
             repo_id, number = key
@@ -179,8 +201,10 @@ class RecordWriter:
                 to_write.append(b"%d" % repo_id + issue.copy_tail)
             else:
                 to_write.append(_issue_row(repo_id, issue.record, issue.content_hash))
+            vectors.append(issue.vector)
+        self._wrote_last = bool(to_write)
         rewritten = self._keep_revisions(updated)
-        ids = upsert_issue_rows(to_write)
+        ids = upsert_issue_rows(to_write, vectors)
         if rewritten:
             Issue.objects.filter(pk__in=rewritten).update(changed_at=timezone.now())
         return ids

@@ -150,7 +150,70 @@ def test_a_failed_import_stops_the_parse_ahead_and_writes_nothing(bad):
         run(records)
 
     assert Issue.objects.count() == 0
-    assert not [t for t in threading.enumerate() if t.name == "import-parser" and t.is_alive()]
+    threads = {"import-parser", "import-vectors"}
+    assert not [t for t in threading.enumerate() if t.name in threads and t.is_alive()]
+    assert _other_sessions() == 0  # the vectors' connection closed with its thread
+
+
+def _other_sessions() -> int:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        return int(cursor.fetchone()[0])
+
+
+@pytest.mark.postgresql_only
+def test_the_vectors_computed_ahead_are_the_ones_the_indexer_computes(monkeypatch):
+    """The import computes its issues' search vectors on a connection of their own, ahead of the
+    upsert: what it stores is what indexing the stored rows gives."""
+    from annotator.issues import sql, writer
+    from annotator.issues.search import index_pending_issues
+
+    computed: list[int] = []
+    text_vectors = sql.text_vectors
+    monkeypatch.setattr(
+        writer, "text_vectors", lambda t, b: computed.append(len(t)) or text_vectors(t, b)
+    )
+    fence = "```"
+    bodies = [
+        f"Hangs at step {n}.\n{fence}\nnode-{n} NCCL WARN timeout\nRuntimeError: NCCL error\n{fence}"
+        for n in range(1, 1201)
+    ]
+    run([rest_issue(n, body=body) for n, body in enumerate(bodies, 1)])
+
+    imported = dict(Issue.objects.values_list("pk", "search_vector"))
+    Issue.objects.update(search_vector=None)
+    index_pending_issues()
+    assert dict(Issue.objects.values_list("pk", "search_vector")) == imported
+    assert computed == [1000, 200] and len(imported) == 1200
+    assert Issue.objects.filter(search_vector="nccl & runtimeerror").count() == 1200
+    assert _other_sessions() == 0
+
+
+@pytest.mark.postgresql_only
+def test_a_reimport_stops_computing_vectors_once_a_batch_wrote_nothing(monkeypatch):
+    from annotator.issues import services, sql, writer
+
+    computed: list[int] = []
+    text_vectors = sql.text_vectors
+    monkeypatch.setattr(
+        writer, "text_vectors", lambda t, b: computed.append(len(t)) or text_vectors(t, b)
+    )
+    monkeypatch.setattr(services, "BATCH_SIZE", 100)
+    records = [rest_issue(n) for n in range(1, 1201)]
+    run(records)
+    assert len(computed) == 12
+
+    computed.clear()
+    assert str(run(records)) == "created 0, updated 0, unchanged 1200, skipped 0"
+
+    # Those computed before the first batch was found unchanged: the one the writer holds,
+    # the ones queued ahead of it and the one in the making, at most.
+    assert 1 <= len(computed) <= services.PARSED_AHEAD + 2
 
 
 def test_progress_is_reported_after_each_batch_in_file_order():

@@ -283,6 +283,34 @@ def test_the_vector_holds_prose_log_ends_and_comments_but_not_numbers_or_the_mid
     assert "'错误':" in vectors[issues[4].pk]  # the tail of a block in characters, not bytes
 
 
+@pytest.mark.postgresql_only
+def test_text_vectors_are_the_vectors_the_indexer_stores_for_the_title_and_body():
+    """The import computes vectors ahead on a connection of their own (text_vectors): for an
+    issue without comments they are the indexer's, at the index's own limit."""
+    issues = [issue for issue in _issues_to_index() if not issue.comments.exists()]
+    sql.index_search_batch(batch_size=10)
+
+    ahead = sql.text_vectors([i.title for i in issues], [i.body for i in issues])
+
+    stored = _vectors([issue.pk for issue in issues])
+    assert ahead == [stored[issue.pk] for issue in issues]
+    assert len(ahead) == 3 and all(ahead)
+
+
+@pytest.mark.postgresql_only
+def test_copy_upsert_stores_a_vector_given_and_computes_the_others():
+    repository = RepositoryFactory()
+    given = "'given':1A"
+    with transaction.atomic():
+        ids = sql.copy_upsert_issues(
+            [_row(repository.pk, 1, title="computed here"), _row(repository.pk, 2)],
+            [None, given],
+        )
+    vectors = _vectors(ids)
+    assert vectors[ids[1]] == given
+    assert vectors[ids[0]] == sql.text_vectors(["computed here"], ["NCCL timeout"])[0]
+
+
 INDEXERS = {
     "sql": lambda batch: sql.index_search_batch(batch_size=batch, text_limit=LIMIT),
     "orm": lambda batch: _orm_index(batch_size=batch),
