@@ -330,11 +330,17 @@ def _check_strings(record: Record, limit: int) -> None:
         value = getattr(record, name, "")
         if isinstance(value, str) and len(value) > limit:
             raise _too_long(record, name, len(value), limit)
-    # A string is no longer than the raw object's JSON text (a C-speed measure): most records
-    # are far under the limit and need no walk.
-    if len(json.dumps(record.raw, ensure_ascii=False, default=str)) <= limit:
-        return
-    stack: list[tuple[str, Any]] = [("", record.raw)]
+    # The raw object's own strings are measured as they are; a string inside one of its
+    # objects or arrays is no longer than that value's JSON text (a C-speed measure, and these
+    # values are small: the user, the labels), so most records need no walk, and the body, the
+    # long string, is not serialised for it.
+    stack: list[tuple[str, Any]] = []
+    for key, value in record.raw.items():
+        if isinstance(value, str):
+            if len(value) > limit:
+                raise _too_long(record, str(key), len(value), limit)
+        elif isinstance(value, dict | list) and _json_length(value) > limit:
+            stack.append((str(key), value))
     while stack:
         path, value = stack.pop()
         if isinstance(value, str):
@@ -344,6 +350,10 @@ def _check_strings(record: Record, limit: int) -> None:
             stack.extend((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
         elif isinstance(value, list):
             stack.extend((f"{path}[{i}]", v) for i, v in enumerate(value))
+
+
+def _json_length(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, default=str))
 
 
 def _too_long(record: Record, field: str, length: int, limit: int) -> ImportFormatError:

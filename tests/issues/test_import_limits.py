@@ -32,6 +32,14 @@ def test_a_long_string_kept_only_in_the_raw_object_is_refused_by_its_path(settin
     assert not Issue.objects.exists()
 
 
+def test_a_long_string_at_the_top_of_the_raw_object_is_refused_by_its_key(settings):
+    settings.IMPORT_MAX_STRING = 1_000
+    records = [rest_issue(1), rest_issue(2, active_lock_reason="z" * 1_200)]
+    with pytest.raises(ImportFormatError, match=r"record 2: field 'active_lock_reason': 1,200"):
+        run(records)
+    assert not Issue.objects.exists()
+
+
 def test_the_default_string_limit_takes_a_github_sized_body():
     run([rest_issue(1, body="z" * 65_536)])
     assert len(Issue.objects.get().body) == 65_536
