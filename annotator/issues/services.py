@@ -23,8 +23,10 @@ from .writer import ImportCounts, RecordWriter, check_repository_name
 logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 1000
-# Batches parsed ahead of the one being written: bounded, so memory stays flat.
-PARSED_AHEAD = 2
+# Batches each stage ahead of the writer (the parse, the search vectors) holds ready: bounded, so
+# memory stays flat. A batch is ~20 MB of Python objects; two each made the import no faster
+# and its peak RSS 20-30 MB larger (benchmarks/import_issues.py).
+PARSED_AHEAD = 1
 
 
 @dataclass(frozen=True)
