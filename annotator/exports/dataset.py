@@ -73,13 +73,13 @@ def study_dataset(study: Study, filters: dict[str, Any] | None = None) -> Datase
     return Dataset(scheme, [r for r in records if r is not None])
 
 
-def study_repositories(study: Study) -> list[str]:
+def study_repositories(study: Study) -> list[str] | None:
     """The `owner/name` of every repository the study's items are from, by name, for the
     analysis's repository filter: figures of the study as its items stand (their count and
     newest id, one index-only query; an issue never changes repository and items are only
     added or deleted). Listing them joins every item to its issue (250 ms at 200,000 items),
     so a large study's list is a job's, the last one served meanwhile (annotator/figures.py):
-    empty until the first is computed, without a repository added since until the next."""
+    None until the first is computed, without a repository added since until the next."""
     items, last = item_state(study.pk)
     figures = study_figures(
         f"analysis-repositories:{study.pk}",
@@ -89,7 +89,7 @@ def study_repositories(study: Study) -> list[str]:
         params={"study_id": study.pk},
         timeout=CACHE_SECONDS,
     )
-    return list(figures.value or [])
+    return None if figures.value is None else list(figures.value)
 
 
 def repositories_of(study_id: int) -> list[str]:

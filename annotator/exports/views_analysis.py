@@ -161,12 +161,14 @@ def _choices(study: Study, scheme: Scheme | None = None) -> dict[str, object]:
     """The options of the filter selects: the study's rounds, repositories and categories."""
     scheme = scheme or scheme_of(load_codebook(study.codebook_version))
     screening, stage = scheme.facet(SCREENING), scheme.facet(STAGE)
+    repositories = study_repositories(study)
     return {
         "rounds": list(study.rounds.order_by("number").values_list("number", flat=True)),
         "sources": Decision.Source.choices,
         "verdicts": [(n.code, n.name) for n in screening.nodes] if screening else [],
         "stages": [(n.code, n.name) for n in stage.nodes] if stage else [],
-        "repositories": study_repositories(study),
+        "repositories": repositories or [],
+        "repositories_pending": repositories is None,  # a job lists them
     }
 
 

@@ -246,3 +246,26 @@ def test_the_repository_filter_lists_the_studys_repositories_and_a_new_one_at_on
     issue = Issue.objects.create(repository=other, number=1, title="t", content_hash="0" * 64)
     Item.objects.create(study=study, round=study.rounds.first(), issue=issue, quota=3)
     assert study_repositories(study) == [*names, "pytorch/pytorch"]
+
+
+def test_while_a_job_lists_the_repositories_the_filter_says_so_and_keeps_the_choice(
+    reference, client, settings, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Past FIGURES_INLINE_MAX_ITEMS the repository list is a job's: before its first list the
+    select says it is being listed, and a repository chosen meanwhile stays selected."""
+    from django.core.cache import cache
+
+    study = reference.study
+    settings.FIGURES_INLINE_MAX_ITEMS = 0
+    cache.clear()
+    monkeypatch.setattr("annotator.figures._lock_or_running", lambda *args: True)
+    client.force_login(study.created_by)
+    url = reverse("exports:analysis", args=[study.pk])
+
+    page = client.get(url, {"repository": "hpcaitech/ColossalAI"}).content.decode()
+
+    select = page[page.index('<select name="repository">') :]
+    select = select[: select.index("</select>")]
+    assert "listing the study's repositories… reload to choose one" in select
+    assert '<option value="hpcaitech/ColossalAI" selected>' in select
+    assert "deepspeedai/DeepSpeed" not in select
