@@ -266,6 +266,6 @@ def test_while_a_job_lists_the_repositories_the_filter_says_so_and_keeps_the_cho
 
     select = page[page.index('<select name="repository">') :]
     select = select[: select.index("</select>")]
-    assert "listing the study's repositories… reload to choose one" in select
+    assert "listing repositories… reload for all" in select
     assert '<option value="hpcaitech/ColossalAI" selected>' in select
     assert "deepspeedai/DeepSpeed" not in select
