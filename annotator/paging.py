@@ -54,12 +54,10 @@ class EstimatedPaginator(Paginator):
     _first_page: list[Any] | None = None
 
     def validate_number(self, number: Any) -> int:
-        if not self.count or not self.count_is_estimate:  # counting says which it is
-            return super().validate_number(number)
-        try:  # Django's checks, but an estimated count does not bound the pages
+        try:  # Django's checks (they count), but an estimated count does not bound the pages
             return super().validate_number(number)
         except EmptyPage:
-            if int(number) < 1:
+            if not self.count_is_estimate or int(number) < 1:
                 raise
             return int(number)
 

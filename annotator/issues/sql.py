@@ -210,8 +210,9 @@ class _CopyStream:
         self, rows: Sequence[tuple[Any, ...] | bytes], vectors: Sequence[str | None]
     ) -> None:
         self._lines: Iterator[bytes] = (
-            (row[:-1] if isinstance(row, bytes) else copy_line(row)[:-1])
-            + copy_line([vector], lead=True)
+            row[:-1] + copy_line([vector], lead=True)  # the vector after the line's last value
+            if isinstance(row, bytes)
+            else copy_line((*row, vector))
             for row, vector in zip(rows, vectors, strict=True)
         )
         self._buffer = bytearray()

@@ -156,28 +156,45 @@ def test_a_failed_import_stops_the_parse_ahead_and_writes_nothing(bad):
 
 
 def _other_sessions() -> int:
+    """Other sessions on this test database, given up to 2 s to end: a backend leaves
+    pg_stat_activity a moment after its client closes the connection."""
+    import time
+
     from django.db import connection
 
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        )
-        return int(cursor.fetchone()[0])
+    deadline = time.monotonic() + 2
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            sessions = int(cursor.fetchone()[0])
+        if sessions == 0 or time.monotonic() > deadline:
+            return sessions
+        time.sleep(0.05)
 
 
-@pytest.mark.postgresql_only
-def test_the_vectors_computed_ahead_are_the_ones_the_indexer_computes(monkeypatch):
-    """The import computes its issues' search vectors on a connection of their own, ahead of the
-    upsert: what it stores is what indexing the stored rows gives."""
+@pytest.fixture
+def vectors_computed(monkeypatch) -> list[int]:  # type: ignore[no-untyped-def]
+    """The size of each batch whose search vectors the import computed ahead."""
     from annotator.issues import sql, writer
-    from annotator.issues.search import index_pending_issues
 
     computed: list[int] = []
     text_vectors = sql.text_vectors
     monkeypatch.setattr(
         writer, "text_vectors", lambda t, b: computed.append(len(t)) or text_vectors(t, b)
     )
+    return computed
+
+
+@pytest.mark.postgresql_only
+def test_the_vectors_computed_ahead_are_the_ones_the_indexer_computes(vectors_computed):
+    """The import computes its issues' search vectors on a connection of their own, ahead of the
+    upsert: what it stores is what indexing the stored rows gives."""
+    from annotator.issues.search import index_pending_issues
+
+    computed = vectors_computed
     fence = "```"
     bodies = [
         f"Hangs at step {n}.\n{fence}\nnode-{n} NCCL WARN timeout\nRuntimeError: NCCL error\n{fence}"
@@ -195,14 +212,12 @@ def test_the_vectors_computed_ahead_are_the_ones_the_indexer_computes(monkeypatc
 
 
 @pytest.mark.postgresql_only
-def test_a_reimport_stops_computing_vectors_once_a_batch_wrote_nothing(monkeypatch):
-    from annotator.issues import services, sql, writer
+def test_a_reimport_stops_computing_vectors_once_a_batch_wrote_nothing(
+    vectors_computed, monkeypatch
+):
+    from annotator.issues import services
 
-    computed: list[int] = []
-    text_vectors = sql.text_vectors
-    monkeypatch.setattr(
-        writer, "text_vectors", lambda t, b: computed.append(len(t)) or text_vectors(t, b)
-    )
+    computed = vectors_computed
     monkeypatch.setattr(services, "BATCH_SIZE", 100)
     records = [rest_issue(n) for n in range(1, 1201)]
     run(records)
