@@ -25,9 +25,11 @@ class TooDeep(ValueError):
         self.offset, self.limit = offset, limit
 
 
-# The fast path's tables: the bytes that are not brackets (deleted to leave the structure) and
-# each bracket's step in depth.
-_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+# The fast path's tables: the bytes that are neither brackets nor quotes (deleted to leave the
+# structure), a string in what is left (to its end, if it does not close), and each bracket's
+# step in depth.
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{}"')
+_STRING = re.compile(rb'"[^"]*(?:"|$)')
 _STEP = [0] * 256
 for _byte in b"[{":
     _STEP[_byte] = 1
@@ -71,14 +73,19 @@ class DepthScan:
         text = chunk[pos:] if pos else chunk
         if b"\\" in text:
             text = text.replace(b"\\\\", b"").replace(b'\\"', b"")
-        parts = text.split(b'"')
-        brackets = b"".join(parts[::2]).translate(None, _NOT_BRACKET)
+        # One pass over the chunk leaves its quotes and brackets, a few per hundred bytes. Two
+        # quotes side by side there enclose no bracket, whether they open and close a string
+        # or close one and open the next, so they go at once; the strings left are cut out.
+        # (Splitting the chunk itself at its quotes made an object of every string: a 330 MB
+        # file in ijson's 64 KB chunks took 1.8 s, now 1.45 s, most of it the escapes.)
+        structure = text.translate(None, _NOT_STRUCTURE)
+        brackets = _STRING.sub(b"", structure.replace(b'""', b""))
         if brackets:
             depths = list(accumulate(map(_STEP.__getitem__, brackets), initial=self.depth))
             if max(depths) > self.limit:
                 return False
             self.depth = depths[-1]
-        if len(parts) % 2 == 0:
+        if structure.count(b'"') % 2 == 1:
             self._in_string = True
             self._escaped = (len(chunk) - len(chunk.rstrip(b"\\"))) % 2 == 1
         return True
