@@ -1,9 +1,9 @@
 """Batch upsert of issue rows: COPY into a temporary table and one INSERT … ON CONFLICT.
 
-On PostgreSQL this writes 1,000 issues in one round trip of plain text instead of a statement
-with 17,000 parameters that Django builds and PostgreSQL parses (measured on 10,000 GitHub-shaped
-issues: the upsert went from 2.5 s with bulk_create(update_conflicts=True) to under 1 s). Other
-databases take the portable bulk_create path. Either way the column list comes from the model;
+On PostgreSQL this writes 1,000 issues in one round trip in COPY's binary format instead of a
+statement with 17,000 parameters that Django builds and PostgreSQL parses (measured on 10,000
+GitHub-shaped issues: the upsert went from 2.5 s with bulk_create(update_conflicts=True) to under
+1 s). Other databases take the portable bulk_create path. Either way the column list comes from the model;
 the statements are sql.copy_upsert_issues.
 """
 
@@ -29,10 +29,10 @@ _UPDATED = [
 
 
 def upsert_issue_rows(
-    rows: Sequence[tuple[Any, ...] | bytes], vectors: Sequence[str | None] | None = None
+    rows: Sequence[tuple[Any, ...] | bytes], vectors: Sequence[bytes | None] | None = None
 ) -> list[int]:
     """Insert or update issues given as tuples in ISSUE_COLUMNS order (on PostgreSQL also as
-    their sql.copy_line, and with `vectors` beside them where computed ahead: see
+    their sql.copy_row, and with `vectors` beside them where computed ahead: see
     sql.copy_upsert_issues); return their ids.
 
     Must run inside a transaction (the staging table lives until it commits). On PostgreSQL the
@@ -43,7 +43,7 @@ def upsert_issue_rows(
     if connection.vendor != "postgresql":
         tuples = [row for row in rows if not isinstance(row, bytes)]
         if len(tuples) != len(rows):
-            raise TypeError("rows as COPY lines are PostgreSQL's: give tuples")
+            raise TypeError("rows in COPY format are PostgreSQL's: give tuples")
         return _bulk_create(tuples)
     if not connection.in_atomic_block:
         raise RuntimeError("upsert_issue_rows must run inside transaction.atomic()")

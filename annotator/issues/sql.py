@@ -10,13 +10,16 @@ ORM paths beside them (bulk.py) or has nothing to do (no search index, one proce
 
 from __future__ import annotations
 
+import io
 import json
-from collections.abc import Iterator, Sequence
-from datetime import datetime
+import struct
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from itertools import chain
 from typing import Any
 
 from django.db import connection
-from django.db.models import Field
+from django.db.models import CharField, Field
 
 from annotator.sql import Table
 
@@ -113,7 +116,7 @@ _CREATE_STAGE = (
     f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE} ON COMMIT DROP AS "
     f"SELECT {_COLUMNS}, {_issue.search_vector} FROM {_issue} WITH NO DATA"
 )
-_COPY = f"COPY {_STAGE} ({_COLUMNS}, {_issue.search_vector}) FROM STDIN"
+_COPY = f"COPY {_STAGE} ({_COLUMNS}, {_issue.search_vector}) FROM STDIN (FORMAT binary)"
 _GIVEN = f"{_STAGE}.{_issue.search_vector}"
 _STORED_COMMENTS = (
     f"(SELECT count(*) FROM {_c} WHERE {_c.issue} = {_issue.bare()}.{_issue.c('id')})"
@@ -165,17 +168,121 @@ def _lz4_available(cursor: Any) -> bool:
     return _lz4
 
 
-def copy_line(values: Sequence[Any], *, lead: bool = False) -> bytes:
-    """`values` as a line of COPY's text format (tab-separated, \\N for NULL, backslash
-    escapes), encoded; with `lead`, after a tab, to follow a value given apart."""
-    return (b"\t" if lead else b"") + "\t".join(map(_copy_value, values)).encode() + b"\n"
+# --- COPY's binary format ------------------------------------------------------------------------
+# An import's rows reach PostgreSQL in COPY's binary format: each value is its length and its
+# bytes, so a body or raw object is encoded once and neither escaped here nor unescaped there,
+# and a search vector computed ahead (`text_vectors`) comes back and goes in as PostgreSQL's own
+# binary tsvector, which it reads at memcpy speed where its text form was parsed again (100,000
+# generated bug reports: the vectors' text alone took 3.5-5 s of the import backend's CPU).
+# Binary COPY is read by the server that wrote it, so its formats need agree with no other.
+_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
+_COPY_TRAILER = struct.pack("!h", -1)
+_NULL = struct.pack("!i", -1)
+_PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+class CopyValueError(ValueError):
+    """A value its column cannot hold (out of range, too long, not encodable); `field` names
+    the column's model field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def _sized(data: bytes) -> bytes:
+    return struct.pack("!i", len(data)) + data
+
+
+def _text_encoder(field: Field[Any, Any]) -> Callable[[Any], bytes]:
+    limit = field.max_length if isinstance(field, CharField) else None
+
+    def encode(value: Any) -> bytes:
+        if limit is not None and len(value) > limit:
+            detail = f"{len(value):,} characters, more than the {limit} this field holds"
+            raise CopyValueError(field.name, detail)
+        try:
+            return _sized(value.encode())
+        except UnicodeEncodeError as error:
+            detail = f"holds an unpaired surrogate ({value[error.start]!a}), not text"
+            raise CopyValueError(field.name, detail) from None
+
+    return encode
+
+
+def _int_encoder(field: Field[Any, Any], low: int, high: int, code: str) -> Callable[[Any], bytes]:
+    size = struct.calcsize(f"!{code}")
+    form = struct.Struct(f"!i{code}")
+
+    def encode(value: Any) -> bytes:
+        if not low <= value <= high:
+            raise CopyValueError(field.name, f"{value} is out of range ({low} to {high})")
+        return form.pack(size, value)
+
+    return encode
+
+
+def _json(value: Any) -> bytes:  # jsonb's binary form: a version byte, then the JSON text
+    return _sized(b"\x01" + json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+def _timestamp(value: datetime) -> bytes:  # microseconds since 2000-01-01 UTC; naive is UTC
+    moment = value if value.tzinfo else value.replace(tzinfo=UTC)
+    return struct.pack("!iq", 8, (moment - _PG_EPOCH) // _MICROSECOND)
+
+
+def _boolean(value: bool) -> bytes:
+    return b"\x00\x00\x00\x01\x01" if value else b"\x00\x00\x00\x01\x00"
+
+
+def _encoder(field: Field[Any, Any]) -> Callable[[Any], bytes]:
+    kind = field.get_internal_type()
+    if kind in ("ForeignKey", "BigIntegerField"):
+        return _int_encoder(field, -(2**63), 2**63 - 1, "q")
+    if kind == "PositiveIntegerField":
+        return _int_encoder(field, 0, 2**31 - 1, "i")
+    if kind == "IntegerField":
+        return _int_encoder(field, -(2**31), 2**31 - 1, "i")
+    if kind in ("CharField", "TextField"):
+        return _text_encoder(field)
+    encoders = {"JSONField": _json, "DateTimeField": _timestamp, "BooleanField": _boolean}
+    if kind not in encoders:
+        raise TypeError(f"no COPY encoding for {field.name} ({kind})")
+    return encoders[kind]
+
+
+_ENCODERS = tuple(_encoder(f) for f in IMPORTED_FIELDS)
+
+
+def copy_fields(values: Sequence[Any], start: int = 0) -> bytes:
+    """`values`, of IMPORTED_FIELDS from the `start`th on, in COPY's binary format, without
+    the row's field count (`copy_row` adds it). Raises CopyValueError for a value its column
+    cannot hold."""
+    encoders = _ENCODERS[start : start + len(values)]
+    return b"".join(
+        _NULL if value is None else encode(value)
+        for encode, value in zip(encoders, values, strict=True)
+    )
+
+
+def copy_row(values: Sequence[Any]) -> bytes:
+    """A row of IMPORTED_FIELDS' values in COPY's binary format, without its search vector
+    (see copy_upsert_issues)."""
+    return copy_row_head(len(values)) + copy_fields(values)
+
+
+def copy_row_head(count: int = len(IMPORTED_FIELDS)) -> bytes:
+    """What begins a row of the stage: its number of fields (the imported ones and the
+    search vector after them)."""
+    return struct.pack("!h", count + 1)
 
 
 def copy_upsert_issues(
-    rows: Sequence[tuple[Any, ...] | bytes], vectors: Sequence[str | None] | None = None
+    rows: Sequence[tuple[Any, ...] | bytes], vectors: Sequence[bytes | None] | None = None
 ) -> list[int]:
     """Insert or update issues given as tuples of IMPORTED_FIELDS' values, or as those tuples'
-    `copy_line`s, with their search vectors; return their ids. PostgreSQL only, inside a
+    `copy_row`s, with their search vectors; return their ids. PostgreSQL only, inside a
     transaction (the staging table is dropped when it commits). `vectors`, beside the rows,
     are their title's and body's vectors as `text_vectors` gives them, where computed already
     (None: computed here).
@@ -186,11 +293,11 @@ def copy_upsert_issues(
     of indexing after a 15 s import; benchmarks/import_issues.py).
 
     Not the ORM: COPY into a temporary table and one INSERT … SELECT … ON CONFLICT send 1,000
-    issues in one round trip of plain text, where `bulk_create(update_conflicts=True)` sends a
-    statement of 17,000 parameters that Django builds and PostgreSQL parses (10,000 GitHub-shaped
-    issues: 2.5 s through the ORM, under 1 s here; benchmarks/import_issues.py). The ORM has no
-    COPY; its twin is the portable path, bulk._bulk_create, and tests/issues/test_sql.py holds
-    what the two store equal."""
+    issues in one round trip in COPY's binary format, where `bulk_create(update_conflicts=True)`
+    sends a statement of 17,000 parameters that Django builds and PostgreSQL parses (10,000
+    GitHub-shaped issues: 2.5 s through the ORM, under 1 s here; benchmarks/import_issues.py).
+    The ORM has no COPY; its twin is the portable path, bulk._bulk_create, and
+    tests/issues/test_sql.py holds what the two store equal."""
     with connection.cursor() as cursor:
         if _lz4_available(cursor):
             cursor.execute(_LZ4)
@@ -202,19 +309,19 @@ def copy_upsert_issues(
 
 
 class _CopyStream:
-    """Rows in COPY's text format (tab-separated, \\N for NULL, backslash escapes), encoded
-    as COPY reads them: one batch as a single string would be megabytes, and allocations that
-    large fragment the heap so that the process grows with the number of batches."""
+    """Rows in COPY's binary format, read by COPY a chunk at a time: one batch as a single
+    bytes object would be megabytes, and allocations that large fragment the heap so that the
+    process grows with the number of batches."""
 
     def __init__(
-        self, rows: Sequence[tuple[Any, ...] | bytes], vectors: Sequence[str | None]
+        self, rows: Sequence[tuple[Any, ...] | bytes], vectors: Sequence[bytes | None]
     ) -> None:
-        self._lines: Iterator[bytes] = (
-            row[:-1] + copy_line([vector], lead=True)  # the vector after the line's last value
-            if isinstance(row, bytes)
-            else copy_line((*row, vector))
+        lines = (
+            (row if isinstance(row, bytes) else copy_row(row))
+            + (_NULL if vector is None else _sized(vector))  # the vector after the row's values
             for row, vector in zip(rows, vectors, strict=True)
         )
+        self._lines: Iterator[bytes] = chain([_COPY_HEADER], lines, [_COPY_TRAILER])
         self._buffer = bytearray()
 
     def read(self, size: int = -1) -> bytes:
@@ -232,41 +339,36 @@ class _CopyStream:
         return self.read(size)
 
 
-def _copy_value(value: Any) -> str:
-    if value is None:
-        return "\\N"
-    if isinstance(value, bool):
-        return "t" if value else "f"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, dict | list | tuple):
-        value = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return (
-        str(value)
-        .replace("\\", "\\\\")
-        .replace("\t", "\\t")
-        .replace("\n", "\\n")
-        .replace("\r", "\\r")
-    )
-
-
 def text_vectors(
     titles: Sequence[str], bodies: Sequence[str], *, text_limit: int = SEARCH_TEXT_LIMIT
-) -> list[str]:
+) -> list[bytes]:
     """The search vectors of issues' titles and bodies (weights A, B and D, as the upsert
-    computes them), as tsvector text, in order; computed by this thread's connection, which
-    reads no table. The import computes them on a connection of their own, beside its upsert
-    (services.py). Not the ORM: it is the index's definition above, over arrays."""
+    computes them), in order, in tsvector's binary form, which `copy_upsert_issues` takes as
+    it is; computed by this thread's connection, which reads no table. The import computes
+    them on a connection of their own, beside its upsert (services.py). Not the ORM: it is the
+    index's definition above, over arrays, and COPY, which the ORM has not, to have the binary
+    form."""
     statement = (
-        f"SELECT ({_text_vector('s.title', text_limit)})::text "
+        f"COPY (SELECT {_text_vector('s.title', text_limit)} "
         "FROM unnest(%(titles)s::text[], %(bodies)s::text[]) "
-        f"WITH ORDINALITY AS s(title, body, n), {_parts('s.body', text_limit)} ORDER BY s.n"
+        f"WITH ORDINALITY AS s(title, body, n), {_parts('s.body', text_limit)} ORDER BY s.n) "
+        "TO STDOUT (FORMAT binary)"
     )
+    out = io.BytesIO()
     with connection.cursor() as cursor:
-        cursor.execute(statement, {"titles": list(titles), "bodies": list(bodies)})
-        return [vector for (vector,) in cursor.fetchall()]
+        query = cursor.mogrify(statement, {"titles": list(titles), "bodies": list(bodies)})
+        cursor.copy_expert(query, out)
+    return _binary_column(out.getbuffer())
+
+
+def _binary_column(data: memoryview) -> list[bytes]:
+    """The values of COPY's binary output of one non-null column."""
+    values, at = [], len(_COPY_HEADER)
+    while struct.unpack_from("!h", data, at)[0] == 1:
+        (size,) = struct.unpack_from("!i", data, at + 2)
+        values.append(bytes(data[at + 6 : at + 6 + size]))
+        at += 6 + size
+    return values
 
 
 def index_search_batch(*, batch_size: int, text_limit: int = SEARCH_TEXT_LIMIT) -> int:

@@ -19,7 +19,7 @@ from django.utils import timezone
 from .bulk import ISSUE_COLUMNS, count_stored_comments, upsert_issue_rows
 from .formats import CommentRecord, ImportFormatError, IssueRecord
 from .models import KNOWN_RENAMES, ImportJob, Issue, IssueComment, IssueRevision, Repository
-from .sql import copy_line, text_vectors
+from .sql import CopyValueError, copy_fields, copy_row_head, text_vectors
 
 COMMENT_FIELDS = ["github_id", "author", "body", "created_at", "updated_at", "raw", "content_hash"]
 
@@ -75,15 +75,15 @@ def check_issue_url(record: IssueRecord, hosts: frozenset[str]) -> None:
 @dataclass(frozen=True, slots=True)
 class PreparedIssue:
     """An issue record with what writing it needs that no query does: its URL checked, its
-    content hash, and on PostgreSQL its COPY line but for the repository id that begins it
-    (resolved by the writer). RecordWriter.prepare makes it; the import does so in its parse
-    thread, beside the statements of the batch before."""
+    content hash, and on PostgreSQL its values in COPY's binary format but for the repository
+    id that begins them (resolved by the writer). RecordWriter.prepare makes it; the import
+    does so in its parse thread, beside the statements of the batch before."""
 
     record: IssueRecord
     content_hash: str
     copy_tail: bytes | None
     # Its title's and body's search vector (sql.text_vectors), where computed ahead.
-    vector: str | None = None
+    vector: bytes | None = None
 
 
 class RecordWriter:
@@ -109,7 +109,7 @@ class RecordWriter:
         self.counts = ImportCounts()
         self._repositories: dict[str, Repository] = {}
         self._written: dict[int, bytearray] = {}
-        self._copy = connection.vendor == "postgresql"  # rows as COPY lines (bulk.py)
+        self._copy = connection.vendor == "postgresql"  # rows in COPY format (bulk.py)
         self._wrote_last = True  # whether the last batch of issues wrote any
 
     def prepare(self, record: Any) -> Any:
@@ -119,7 +119,13 @@ class RecordWriter:
             return record
         check_issue_url(record, self.url_hosts)
         digest = record.content_hash()
-        tail = copy_line(_issue_row(0, record, digest)[1:], lead=True) if self._copy else None
+        tail = None
+        if self._copy:
+            try:
+                tail = copy_fields(_issue_row(0, record, digest)[1:], start=1)
+            except CopyValueError as error:
+                where = f"record {record.index} (number {record.number})"
+                raise ImportFormatError(str(error), record=where, field=error.field) from None
         return PreparedIssue(record, digest, tail)
 
     def with_vectors(self, batch: list[Any]) -> list[Any]:
@@ -180,7 +186,7 @@ class RecordWriter:
             by_key[key] = issue
         existing = self._existing_issues(by_key)
         to_write: list[tuple[Any, ...] | bytes] = []
-        vectors: list[str | None] = []
+        vectors: list[bytes | None] = []
         updated: dict[int, IssueRecord] = {}
         for key, issue in by_key.items():
             repo_id, number = key
@@ -198,7 +204,7 @@ class RecordWriter:
                 self.counts.updated += 1
                 updated[stored[0]] = issue.record
             if issue.copy_tail is not None:
-                to_write.append(b"%d" % repo_id + issue.copy_tail)
+                to_write.append(copy_row_head() + copy_fields([repo_id]) + issue.copy_tail)
             else:
                 to_write.append(_issue_row(repo_id, issue.record, issue.content_hash))
             vectors.append(issue.vector)

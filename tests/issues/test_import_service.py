@@ -134,6 +134,30 @@ def test_an_error_late_in_a_big_file_leaves_earlier_batches_unwritten():
     assert snapshot() == before
 
 
+VALUES_NO_COLUMN_HOLDS = {
+    "number": (rest_issue(3_000_000_000), "3000000000 is out of range (0 to 2147483647)"),
+    "github_id": (rest_issue(2, id=2**63), f"{2**63} is out of range"),
+    "author": (rest_issue(2, user={"login": "x" * 101}), "101 characters, more than the 100"),
+    # JSON lines: json.loads keeps a lone surrogate, where ijson makes it "?".
+    "title": (rest_issue(2, title="broken \ud800 pair"), "an unpaired surrogate ('\\ud800')"),
+}
+
+
+@pytest.mark.postgresql_only
+@pytest.mark.parametrize("field", VALUES_NO_COLUMN_HOLDS)
+def test_a_value_its_column_cannot_hold_is_refused_naming_record_and_field(field):
+    """Checked as the row is encoded for COPY: the file is refused, nothing written, and the
+    message names the record and the field (the database's own error named neither)."""
+    record, detail = VALUES_NO_COLUMN_HOLDS[field]
+    with pytest.raises(ImportFormatError) as error:
+        run("\n".join(json.dumps(r) for r in (rest_issue(1), record)))
+
+    assert error.value.record == f"record 2 (number {record['number']})"
+    assert error.value.field == field
+    assert detail in str(error.value)
+    assert Issue.objects.count() == 0
+
+
 BAD_RECORDS = {
     "parse error": rest_issue(3600, created_at="yesterday"),
     "write error": rest_issue(7, title="Other title"),  # number 7 again, different content

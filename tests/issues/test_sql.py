@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import secrets
+import struct
 from datetime import UTC, datetime
 from typing import Any
 
@@ -293,22 +294,40 @@ def test_text_vectors_are_the_vectors_the_indexer_stores_for_the_title_and_body(
     ahead = sql.text_vectors([i.title for i in issues], [i.body for i in issues])
 
     stored = _vectors([issue.pk for issue in issues])
-    assert ahead == [stored[issue.pk] for issue in issues]
-    assert len(ahead) == 3 and all(ahead)
+    assert [_tsvector_text(vector) for vector in ahead] == [stored[i.pk] for i in issues]
+    assert len(ahead) == 3 and all(stored.values())
 
 
 @pytest.mark.postgresql_only
 def test_copy_upsert_stores_a_vector_given_and_computes_the_others():
     repository = RepositoryFactory()
-    given = "'given':1A"
+    (given,) = sql.text_vectors(["given"], [""])
     with transaction.atomic():
         ids = sql.copy_upsert_issues(
             [_row(repository.pk, 1, title="computed here"), _row(repository.pk, 2)],
             [None, given],
         )
     vectors = _vectors(ids)
-    assert vectors[ids[1]] == given
-    assert vectors[ids[0]] == sql.text_vectors(["computed here"], ["NCCL timeout"])[0]
+    assert vectors[ids[1]] == "'given':1A"
+    (computed,) = sql.text_vectors(["computed here"], ["NCCL timeout"])
+    assert vectors[ids[0]] == _tsvector_text(computed) == "'comput':1A 'nccl':2B 'timeout':3B"
+
+
+def _tsvector_text(vector: bytes) -> str:
+    """A tsvector's binary form (tsvectorsend) as PostgreSQL prints it (tsvectorout): each
+    lexeme quoted, its quotes and backslashes doubled, then its positions with their weights
+    (D unmarked)."""
+    (count,) = struct.unpack_from("!i", vector)
+    at, entries = 4, []
+    for _ in range(count):
+        end = vector.index(b"\0", at)
+        lexeme = vector[at:end].decode().replace("'", "''").replace("\\", "\\\\")
+        (npos,) = struct.unpack_from("!H", vector, end + 1)
+        positions = struct.unpack_from(f"!{npos}H", vector, end + 3)
+        at = end + 3 + 2 * npos
+        marks = [f"{p & 0x3FFF}{'DCBA'[p >> 14].replace('D', '')}" for p in positions]
+        entries.append(f"'{lexeme}'" + (":" + ",".join(marks) if marks else ""))
+    return " ".join(entries)
 
 
 INDEXERS = {
@@ -354,19 +373,19 @@ def _try_lock(other: Any, space: int, key: int) -> bool:
         return bool(cursor.fetchone()[0])
 
 
-def test_a_prepared_issue_is_its_copy_line_after_the_repository_id(db):
-    """The import makes each issue's COPY line in its parse thread, all but the repository's
-    id, which the writer resolves and puts first: the line is the row's, in the column order
+def test_a_prepared_issue_is_its_copy_row_after_the_repository_id(db):
+    """The import makes each issue's COPY row in its parse thread, all but the repository's
+    id, which the writer resolves and puts first: the row is the tuple's, in the column order
     COPY names (repository_id first)."""
     from annotator.issues.formats import iter_records
     from annotator.issues.writer import RecordWriter, _issue_row
     from tests.issues.test_import_service import rest_issue
 
     if connection.vendor != "postgresql":
-        pytest.skip("COPY lines are PostgreSQL's")
+        pytest.skip("COPY rows are PostgreSQL's")
     assert bulk.ISSUE_COLUMNS[0] == "repository_id"
     text = json.dumps([rest_issue(7)]).encode()
     (record,) = iter_records(io.BytesIO(text), format="auto", filename="issues.json")
     prepared = RecordWriter().prepare(record)
     row = _issue_row(42, record, prepared.content_hash)
-    assert b"42" + prepared.copy_tail == sql.copy_line(row)
+    assert sql.copy_row_head() + sql.copy_fields([42]) + prepared.copy_tail == sql.copy_row(row)
