@@ -3,8 +3,8 @@
 On PostgreSQL this writes 1,000 issues in one round trip in COPY's binary format instead of a
 statement with 17,000 parameters that Django builds and PostgreSQL parses (measured on 10,000
 GitHub-shaped issues: the upsert went from 2.5 s with bulk_create(update_conflicts=True) to under
-1 s). Other databases take the portable bulk_create path. Either way the column list comes from the model;
-the statements are sql.copy_upsert_issues.
+1 s). Other databases take the portable bulk_create path. Either way the column list comes from
+the model; the statements are sql.copy_upsert_issues.
 """
 
 from __future__ import annotations

@@ -140,9 +140,19 @@ Record = IssueRecord | CommentRecord
 
 
 def _content_hash(record: Record) -> str:
-    values = {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
-    del values["index"], values["raw"]
-    return _sha256({k: v.isoformat() if isinstance(v, datetime) else v for k, v in values.items()})
+    names = _HASHED.get(type(record))
+    if names is None:  # every field but the index and the raw object, once per record type
+        names = _HASHED[type(record)] = tuple(
+            f.name for f in dataclasses.fields(record) if f.name not in ("index", "raw")
+        )
+    values = {name: getattr(record, name) for name in names}
+    for name in ("created_at", "updated_at", "closed_at"):
+        if isinstance(value := values.get(name), datetime):
+            values[name] = value.isoformat()
+    return _sha256(values)
+
+
+_HASHED: dict[type, tuple[str, ...]] = {}
 
 
 def _sha256(value: object) -> str:
@@ -334,13 +344,17 @@ def _check_strings(record: Record, limit: int) -> None:
     # objects or arrays is no longer than that value's JSON text (a C-speed measure, and these
     # values are small: the user, the labels), so most records need no walk, and the body, the
     # long string, is not serialised for it.
-    stack: list[tuple[str, Any]] = []
+    nested: list[tuple[str, Any]] = []
     for key, value in record.raw.items():
         if isinstance(value, str):
             if len(value) > limit:
                 raise _too_long(record, str(key), len(value), limit)
-        elif isinstance(value, dict | list) and _json_length(value) > limit:
-            stack.append((str(key), value))
+        elif isinstance(value, dict | list):
+            nested.append((str(key), value))
+    # All of them at once first: one measure per record where none is that long.
+    if not nested or _json_length([value for _, value in nested]) <= limit:
+        return
+    stack = [(key, value) for key, value in nested if _json_length(value) > limit]
     while stack:
         path, value = stack.pop()
         if isinstance(value, str):

@@ -178,6 +178,7 @@ def _lz4_available(cursor: Any) -> bool:
 _COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
 _COPY_TRAILER = struct.pack("!h", -1)
 _NULL = struct.pack("!i", -1)
+_COPY_CHUNK = 2**16  # bytes per read of the stream (psycopg2's default, 8 KB, is a few rows)
 _PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
@@ -303,7 +304,8 @@ def copy_upsert_issues(
             cursor.execute(_LZ4)
         cursor.execute(_CREATE_STAGE)
         cursor.execute(f"TRUNCATE {_STAGE}")
-        cursor.copy_expert(_COPY, _CopyStream(rows, vectors or [None] * len(rows)))
+        stream = _CopyStream(rows, vectors or [None] * len(rows))
+        cursor.copy_expert(_COPY, stream, size=_COPY_CHUNK)
         cursor.execute(_UPSERT)
         return [pk for (pk,) in cursor.fetchall()]
 

@@ -6,7 +6,6 @@ objects into records, always inside one transaction per unit of work.
 
 from __future__ import annotations
 
-import dataclasses
 import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -57,11 +56,16 @@ def github_hosts(api_url: str | None = None) -> frozenset[str]:
     return frozenset({"github.com", *([host] if host else [])})
 
 
+_ON_GITHUB = "https://github.com/"
+
+
 def check_issue_url(record: IssueRecord, hosts: frozenset[str]) -> None:
     """Refuse a web URL that is not http(s) on `hosts`: the issue pages link to it ("View on
     GitHub"), so a `javascript:` or `data:` URL would run in the reader's browser."""
     if not record.html_url:
         return  # Issue.github_url builds the link from the repository and number
+    if record.html_url.startswith(_ON_GITHUB) and "github.com" in hosts:
+        return  # its host ends at that "/": what urlsplit finds, without its cost
     parts = urllib.parse.urlsplit(record.html_url)
     if parts.scheme in ("http", "https") and parts.hostname in hosts:
         return
@@ -142,7 +146,8 @@ class RecordWriter:
         vectors = text_vectors([r.title for r in issues], [r.body for r in issues])
         done = list(batch)
         for n, vector in zip(at, vectors, strict=True):
-            done[n] = dataclasses.replace(batch[n], vector=vector)
+            issue = batch[n]
+            done[n] = PreparedIssue(issue.record, issue.content_hash, issue.copy_tail, vector)
         return done
 
     def write(self, batch: list[Any]) -> None:

@@ -364,3 +364,34 @@ def test_command_on_bad_input_fails_naming_record_and_field(tmp_path):
     assert "'number'" in str(error.value)
     assert "nothing was imported" in str(error.value)
     assert Issue.objects.count() == 0
+
+
+def test_the_objects_kept_from_the_collector_during_an_import_are_given_back(monkeypatch):
+    """The import keeps the objects alive before it out of the collector's view while it runs
+    (each full collection walked them all) and gives them back when it ends, however it ends;
+    a process that froze its own start-up objects (annotator/wsgi.py) keeps them frozen."""
+    import gc
+
+    from annotator.issues.writer import RecordWriter
+
+    during: list[int] = []
+    write = RecordWriter.write
+    monkeypatch.setattr(
+        RecordWriter,
+        "write",
+        lambda self, batch: during.append(gc.get_freeze_count()) or write(self, batch),
+    )
+    assert gc.get_freeze_count() == 0
+    run([rest_issue(1)])
+    with pytest.raises(ImportFormatError):
+        run([rest_issue(2), rest_issue(2, title="changed")])
+    assert during[0] > 1000 and len(during) == 2
+    assert gc.get_freeze_count() == 0
+
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        run([rest_issue(3)])
+        assert gc.get_freeze_count() >= frozen
+    finally:
+        gc.unfreeze()
