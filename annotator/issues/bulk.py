@@ -17,7 +17,7 @@ from django.db.models import Count, OuterRef, Subquery
 from django.db.models.functions import Coalesce, Greatest
 
 from .models import Issue, IssueComment
-from .sql import IMPORTED_FIELDS, copy_upsert_issues
+from .sql import IMPORTED_FIELDS, copy_insert_issues, copy_upsert_issues
 
 # Columns the importer writes (sql.IMPORTED_FIELDS); `imported_at` is set by the upsert, the
 # rest are left to other services.
@@ -32,7 +32,7 @@ def upsert_issue_rows(
     rows: Sequence[tuple[Any, ...] | bytes], vectors: Sequence[bytes | None] | None = None
 ) -> list[int]:
     """Insert or update issues given as tuples in ISSUE_COLUMNS order (on PostgreSQL also as
-    their sql.copy_row, and with `vectors` beside them where computed ahead: see
+    their sql.copy_fields, and with `vectors` beside them where computed ahead: see
     sql.copy_upsert_issues); return their ids.
 
     Must run inside a transaction (the staging table lives until it commits). On PostgreSQL the
@@ -48,6 +48,19 @@ def upsert_issue_rows(
     if not connection.in_atomic_block:
         raise RuntimeError("upsert_issue_rows must run inside transaction.atomic()")
     return copy_upsert_issues(rows, vectors)
+
+
+def insert_new_issue_rows(
+    rows: Sequence[tuple[Any, ...] | bytes], vectors: Sequence[bytes | None]
+) -> bool:
+    """Insert issues the caller found no row for, as `upsert_issue_rows` takes them, in one
+    COPY straight into the table where it can (sql.copy_insert_issues: on PostgreSQL, with
+    every vector given). Whether it did; if not, nothing was written and the caller upserts."""
+    if connection.vendor != "postgresql" or any(vector is None for vector in vectors):
+        return False
+    if not connection.in_atomic_block:
+        raise RuntimeError("insert_new_issue_rows must run inside transaction.atomic()")
+    return copy_insert_issues(rows, [vector for vector in vectors if vector is not None])
 
 
 def _bulk_create(rows: Sequence[tuple[Any, ...]]) -> list[int]:

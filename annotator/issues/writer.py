@@ -15,10 +15,10 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from .bulk import ISSUE_COLUMNS, count_stored_comments, upsert_issue_rows
+from .bulk import ISSUE_COLUMNS, count_stored_comments, insert_new_issue_rows, upsert_issue_rows
 from .formats import CommentRecord, ImportFormatError, IssueRecord
 from .models import KNOWN_RENAMES, ImportJob, Issue, IssueComment, IssueRevision, Repository
-from .sql import CopyValueError, copy_fields, copy_row_head, text_vectors
+from .sql import CopyValueError, copy_fields, text_vectors
 
 COMMENT_FIELDS = ["github_id", "author", "body", "created_at", "updated_at", "raw", "content_hash"]
 
@@ -179,7 +179,7 @@ class RecordWriter:
         return self._repositories[key]
 
     # --- issues ---------------------------------------------------------------------------
-    def _write_issues(self, prepared: list[PreparedIssue]) -> list[int]:
+    def _write_issues(self, prepared: list[PreparedIssue]) -> None:
         by_key: dict[tuple[int, int], PreparedIssue] = {}
         for issue in prepared:
             record = issue.record
@@ -209,16 +209,17 @@ class RecordWriter:
                 self.counts.updated += 1
                 updated[stored[0]] = issue.record
             if issue.copy_tail is not None:
-                to_write.append(copy_row_head() + copy_fields([repo_id]) + issue.copy_tail)
+                to_write.append(copy_fields([repo_id]) + issue.copy_tail)
             else:
                 to_write.append(_issue_row(repo_id, issue.record, issue.content_hash))
             vectors.append(issue.vector)
         self._wrote_last = bool(to_write)
         rewritten = self._keep_revisions(updated)
-        ids = upsert_issue_rows(to_write, vectors)
+        # All new (no stored row changes): one COPY into the table, where it can.
+        if not (to_write and not updated and insert_new_issue_rows(to_write, vectors)):
+            upsert_issue_rows(to_write, vectors)
         if rewritten:
             Issue.objects.filter(pk__in=rewritten).update(changed_at=timezone.now())
-        return ids
 
     def _keep_revisions(self, updated: dict[int, IssueRecord]) -> list[int]:
         """Before the upsert: the issues whose title or body the batch changes, with the text

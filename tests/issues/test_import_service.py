@@ -158,6 +158,23 @@ def test_a_value_its_column_cannot_hold_is_refused_naming_record_and_field(field
     assert Issue.objects.count() == 0
 
 
+@pytest.mark.postgresql_only
+def test_an_issue_stored_after_the_writer_looked_is_updated_not_refused(monkeypatch):
+    """The writer COPYs a batch it found all new straight into the table; an issue stored in
+    between (here: the lookup made blind to it) makes that COPY decline, and the batch is
+    upserted instead."""
+    from annotator.issues.writer import RecordWriter
+
+    run([rest_issue(2, title="stored before")])
+    monkeypatch.setattr(RecordWriter, "_existing_issues", lambda self, by_key: {})
+
+    run([rest_issue(1), rest_issue(2, title="from the file")])
+
+    stored = dict(Issue.objects.values_list("number", "title"))
+    assert stored == {1: "Issue 1", 2: "from the file"}
+    assert Issue.objects.filter(search_vector__isnull=True).count() == 0
+
+
 BAD_RECORDS = {
     "parse error": rest_issue(3600, created_at="yesterday"),
     "write error": rest_issue(7, title="Other title"),  # number 7 again, different content

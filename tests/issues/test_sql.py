@@ -162,6 +162,45 @@ def test_copy_upsert_compresses_long_values_with_lz4_where_the_server_has_it():
     assert (issue.body, issue.raw) == (body, {"body": body})
 
 
+@pytest.mark.postgresql_only
+def test_copy_insert_stores_new_issues_as_the_upsert_stores_them():
+    """An import's new issues go into the table by COPY (no stage, no ON CONFLICT): the same
+    rows, vectors and import time as the upsert's."""
+    by_insert, by_upsert = RepositoryFactory(), RepositoryFactory()
+    texts = {"title": AWKWARD, "body": f"{AWKWARD}\n```\nNCCL WARN timeout\n```"}
+    rows = {r.pk: [_row(r.pk, n, **texts) for n in (1, 2)] for r in (by_insert, by_upsert)}
+    vectors = sql.text_vectors([AWKWARD, AWKWARD], [texts["body"]] * 2)
+    with transaction.atomic():
+        assert sql.copy_insert_issues(rows[by_insert.pk], vectors)
+        sql.copy_upsert_issues(rows[by_upsert.pk])
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT now()")
+            (now,) = cursor.fetchone()
+
+    assert _stored(by_insert.pk) == _stored(by_upsert.pk)
+    assert _vectors_by_number(by_insert.pk) == _vectors_by_number(by_upsert.pk)
+    assert all(_vectors_by_number(by_insert.pk).values())
+    stamps = Issue.objects.filter(repository=by_insert).values_list("imported_at", flat=True)
+    assert set(stamps) == {now}
+
+
+@pytest.mark.postgresql_only
+def test_copy_insert_writes_nothing_when_one_issue_is_stored_already():
+    """An issue stored after the writer looked (a sync committed it): the COPY is undone to
+    its savepoint, the transaction goes on, and the upsert writes the batch."""
+    repository = RepositoryFactory()
+    IssueFactory(repository=repository, number=2, title="stored meanwhile")
+    rows = [_row(repository.pk, 1), _row(repository.pk, 2)]
+    vectors = sql.text_vectors(["Issue 1", "Issue 2"], ["NCCL timeout"] * 2)
+    with transaction.atomic():
+        assert not sql.copy_insert_issues(rows, vectors)
+        assert Issue.objects.filter(repository=repository).count() == 1
+        sql.copy_upsert_issues(rows, vectors)
+
+    stored = dict(Issue.objects.filter(repository=repository).values_list("number", "title"))
+    assert stored == {1: "Issue 1", 2: "Issue 2"}
+
+
 def test_upsert_issue_rows_creates_then_updates_on_this_database():
     """The public upsert: COPY on PostgreSQL, bulk_create on SQLite (the SQLite run checks that
     path)."""
@@ -388,4 +427,4 @@ def test_a_prepared_issue_is_its_copy_row_after_the_repository_id(db):
     (record,) = iter_records(io.BytesIO(text), format="auto", filename="issues.json")
     prepared = RecordWriter().prepare(record)
     row = _issue_row(42, record, prepared.content_hash)
-    assert sql.copy_row_head() + sql.copy_fields([42]) + prepared.copy_tail == sql.copy_row(row)
+    assert sql.copy_fields([42]) + prepared.copy_tail == sql.copy_fields(row)
