@@ -323,14 +323,42 @@ def test_the_vector_holds_prose_log_ends_and_comments_but_not_numbers_or_the_mid
     assert "'错误':" in vectors[issues[4].pk]  # the tail of a block in characters, not bytes
 
 
-@pytest.mark.postgresql_only
-def test_text_vectors_are_the_vectors_the_indexer_stores_for_the_title_and_body():
-    """The import computes vectors ahead on a connection of their own (text_vectors): for an
-    issue without comments they are the indexer's, at the index's own limit."""
-    issues = [issue for issue in _issues_to_index() if not issue.comments.exists()]
-    sql.index_search_batch(batch_size=10)
+BODIES = [
+    "",
+    "no fence at all",
+    f"prose {FENCE}log{FENCE} more prose {FENCE}unclosed",
+    f"{FENCE}{FENCE}{FENCE}",
+    f"a{FENCE}{'x' * 701}{FENCE}b",
+    f"a{FENCE}{'y' * 700}{FENCE}b",
+    f"{FENCE}{'日志' * 200}{FENCE}",  # 400 characters, 1,200 bytes: cut by its bytes' count
+    f"说明 {FENCE}{'日志 ' * 300}错误{FENCE}" + "tail " * 20,
+]
 
-    ahead = sql.text_vectors([i.title for i in issues], [i.body for i in issues])
+
+@pytest.mark.postgresql_only
+@pytest.mark.parametrize("limit", [LIMIT, sql.SEARCH_TEXT_LIMIT])
+def test_bodies_split_in_python_as_the_index_splits_them(limit):
+    """sql.body_parts, which the import's vectors computed ahead use, is the index's own split
+    (sql._parts) to the character, at the text limit too."""
+    with connection.cursor() as cursor:
+        for body in BODIES:
+            cursor.execute(
+                "SELECT coalesce(parts.prose, ''), coalesce(parts.code, '') "
+                f"FROM (SELECT %s::text AS body) AS b, {sql._parts('b.body', limit)}",
+                [body],
+            )
+            assert sql.body_parts(body, limit) == cursor.fetchone(), body
+
+
+@pytest.mark.postgresql_only
+@pytest.mark.parametrize("limit", [LIMIT, sql.SEARCH_TEXT_LIMIT])
+def test_text_vectors_are_the_vectors_the_indexer_stores_for_the_title_and_body(limit):
+    """The import computes vectors ahead on a connection of their own (text_vectors), its
+    bodies split in Python: for an issue without comments they are the indexer's."""
+    issues = [issue for issue in _issues_to_index() if not issue.comments.exists()]
+    sql.index_search_batch(batch_size=10, text_limit=limit)
+
+    ahead = sql.text_vectors([i.title for i in issues], [i.body for i in issues], text_limit=limit)
 
     stored = _vectors([issue.pk for issue in issues])
     assert [_tsvector_text(vector) for vector in ahead] == [stored[i.pk] for i in issues]
