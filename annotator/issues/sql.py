@@ -372,18 +372,18 @@ class _CopyStream:
             for row, vector in zip(rows, vectors, strict=True)
         )
         self._lines: Iterator[bytes] = chain([_COPY_HEADER], lines, [_COPY_TRAILER])
-        self._buffer = bytearray()
 
     def read(self, size: int = -1) -> bytes:
-        while size < 0 or len(self._buffer) < size:
-            line = next(self._lines, None)
-            if line is None:
+        """Whole rows, at least `size` bytes of them (COPY sends a chunk of any length), or
+        all that is left."""
+        chunk: list[bytes] = []
+        length = 0
+        for line in self._lines:
+            chunk.append(line)
+            length += len(line)
+            if 0 <= size <= length:
                 break
-            self._buffer += line
-        size = len(self._buffer) if size < 0 else size
-        chunk = bytes(self._buffer[:size])
-        del self._buffer[:size]
-        return chunk
+        return b"".join(chunk)
 
     def readline(self, size: int = -1) -> bytes:
         return self.read(size)
@@ -397,7 +397,7 @@ def text_vectors(
     it is; computed by this thread's connection, which reads no table. The import computes
     them on a connection of their own, beside its upsert (services.py). The bodies are split
     here (`body_parts`), so the server receives the prose and the ends of the logs, not whole
-    bodies, and splits nothing: 100,000 generated bug reports, 2–5 s less of the machine's CPU
+    bodies, and splits nothing: 100,000 generated bug reports, 2 to 5 s less of the machine's CPU
     (benchmarks/import_issues.py). Not the ORM: it is the index's definition above, over
     arrays, and COPY, which the ORM has not, to have the binary form."""
     statement = (
