@@ -191,7 +191,7 @@ def _lz4_available(cursor: Any) -> bool:
 # and a search vector computed ahead (`text_vectors`) comes back and goes in as PostgreSQL's own
 # binary tsvector, which it reads at memcpy speed where its text form was parsed again (100,000
 # generated bug reports: the vectors' text alone took 3.5-5 s of the import backend's CPU).
-# Binary COPY is read by the server that wrote it, so its formats need agree with no other.
+# A vector's binary form is tsvector's own, read back by the server that wrote it.
 _COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
 _COPY_TRAILER = struct.pack("!h", -1)
 _NULL = struct.pack("!i", -1)
