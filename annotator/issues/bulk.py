@@ -56,11 +56,12 @@ def insert_new_issue_rows(
     """Insert issues the caller found no row for, as `upsert_issue_rows` takes them, in one
     COPY straight into the table where it can (sql.copy_insert_issues: on PostgreSQL, with
     every vector given). Whether it did; if not, nothing was written and the caller upserts."""
-    if connection.vendor != "postgresql" or any(vector is None for vector in vectors):
+    given = [vector for vector in vectors if vector is not None]
+    if connection.vendor != "postgresql" or len(given) < len(vectors):
         return False
     if not connection.in_atomic_block:
         raise RuntimeError("insert_new_issue_rows must run inside transaction.atomic()")
-    return copy_insert_issues(rows, [vector for vector in vectors if vector is not None])
+    return copy_insert_issues(rows, given)
 
 
 def _bulk_create(rows: Sequence[tuple[Any, ...]]) -> list[int]:

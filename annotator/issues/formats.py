@@ -140,19 +140,15 @@ Record = IssueRecord | CommentRecord
 
 
 def _content_hash(record: Record) -> str:
-    names = _HASHED.get(type(record))
-    if names is None:  # every field but the index and the raw object, once per record type
-        names = _HASHED[type(record)] = tuple(
-            f.name for f in dataclasses.fields(record) if f.name not in ("index", "raw")
-        )
-    values = {name: getattr(record, name) for name in names}
-    for name in ("created_at", "updated_at", "closed_at"):
-        if isinstance(value := values.get(name), datetime):
-            values[name] = value.isoformat()
-    return _sha256(values)
+    values = {name: getattr(record, name) for name in _HASHED[type(record)]}
+    return _sha256({k: v.isoformat() if isinstance(v, datetime) else v for k, v in values.items()})
 
 
-_HASHED: dict[type, tuple[str, ...]] = {}
+# The fields a record's content hash covers: all but its index and its raw object.
+_HASHED = {
+    kind: tuple(f.name for f in dataclasses.fields(kind) if f.name not in ("index", "raw"))
+    for kind in (IssueRecord, CommentRecord)
+}
 
 
 def _sha256(value: object) -> str:

@@ -107,6 +107,9 @@ def import_issues(
     return writer.counts
 
 
+_YOUNG_OBJECTS = 20_000  # new objects between collections while an import runs
+
+
 @contextmanager
 def _collector_eased() -> Iterator[None]:
     """The garbage collector eased while the import runs, and put back as it was after.
@@ -130,9 +133,6 @@ def _collector_eased() -> Iterator[None]:
         gc.set_threshold(*thresholds)
         if not frozen:
             gc.unfreeze()
-
-
-_YOUNG_OBJECTS = 20_000
 
 
 class _JobLost(Exception):

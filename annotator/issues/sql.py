@@ -20,6 +20,7 @@ from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import CharField, Field
+from psycopg2.errors import UniqueViolation
 
 from annotator.sql import Table
 
@@ -173,7 +174,8 @@ _LZ4 = "SET LOCAL default_toast_compression = lz4"
 _lz4: bool | None = None
 
 
-def _lz4_available(cursor: Any) -> bool:
+def _compress_with_lz4(cursor: Any) -> None:
+    """SET LOCAL default_toast_compression = lz4, where the server has it (asked once)."""
     global _lz4
     if _lz4 is None:
         cursor.execute(
@@ -182,7 +184,8 @@ def _lz4_available(cursor: Any) -> bool:
         )
         row = cursor.fetchone()
         _lz4 = bool(row and row[0])
-    return _lz4
+    if _lz4:
+        cursor.execute(_LZ4)
 
 
 # --- COPY's binary format ------------------------------------------------------------------------
@@ -305,8 +308,7 @@ def copy_upsert_issues(
     The ORM has no COPY; its twin is the portable path, bulk._bulk_create, and
     tests/issues/test_sql.py holds what the two store equal."""
     with connection.cursor() as cursor:
-        if _lz4_available(cursor):
-            cursor.execute(_LZ4)
+        _compress_with_lz4(cursor)
         cursor.execute(_CREATE_STAGE)
         cursor.execute(f"TRUNCATE {_STAGE}")
         stream = _CopyStream(rows, vectors or [None] * len(rows))
@@ -319,7 +321,6 @@ _INSERT = (
     f"COPY {_issue} ({_COLUMNS}, {_issue.search_vector}, {_issue.imported_at}) "
     "FROM STDIN (FORMAT binary)"
 )
-_UNIQUE_VIOLATION = "23505"
 
 
 def copy_insert_issues(rows: Sequence[tuple[Any, ...] | bytes], vectors: Sequence[bytes]) -> bool:
@@ -334,8 +335,7 @@ def copy_insert_issues(rows: Sequence[tuple[Any, ...] | bytes], vectors: Sequenc
     backend's CPU that way, 9.0 s this way (benchmarks/import_issues.py). The ORM has no COPY;
     `copy_upsert_issues` is what it does when this declines."""
     with connection.cursor() as cursor:
-        if _lz4_available(cursor):
-            cursor.execute(_LZ4)
+        _compress_with_lz4(cursor)
         cursor.execute("SELECT now()")
         (now,) = cursor.fetchone()
         stream = _CopyStream(rows, vectors, after=_timestamp(now))
@@ -345,7 +345,7 @@ def copy_insert_issues(rows: Sequence[tuple[Any, ...] | bytes], vectors: Sequenc
             with transaction.atomic(), connection.wrap_database_errors:
                 cursor.copy_expert(_INSERT, stream, size=_COPY_CHUNK)
         except IntegrityError as error:
-            if getattr(error.__cause__, "pgcode", None) != _UNIQUE_VIOLATION:
+            if not isinstance(error.__cause__, UniqueViolation):
                 raise
             return False
     return True

@@ -3,14 +3,17 @@ http(s) URLs on GitHub's hosts only, and the pages link to an http(s) URL whatev
 
 from __future__ import annotations
 
+import io
+import json
 import re
 from collections.abc import Iterator
 
 import pytest
 from django.urls import reverse
 
-from annotator.issues.formats import ImportFormatError
+from annotator.issues.formats import ImportFormatError, iter_records
 from annotator.issues.models import Issue, Repository
+from annotator.issues.writer import check_issue_url
 from tests.factories import IssueFactory
 from tests.issues.fake_github import FakeGitHub
 from tests.issues.test_import_service import rest_issue, run, snapshot
@@ -70,6 +73,18 @@ def test_the_configured_github_api_host_serves_issue_pages_too(settings) -> None
     settings.GITHUB_API_URL = "https://ghe.example.com/api/v3"
     run([rest_issue(1, html_url="https://ghe.example.com/hpcaitech/ColossalAI/issues/1")])
     assert Issue.objects.get().html_url.startswith("https://ghe.example.com/")
+
+
+def test_a_github_com_url_is_taken_only_where_github_com_is_one_of_the_hosts() -> None:
+    """check_issue_url passes https://github.com/ URLs without parsing them: only when the
+    hosts it is given include github.com."""
+    text = json.dumps([rest_issue(1)]).encode()
+    (record,) = iter_records(io.BytesIO(text), format="github")
+    check_issue_url(record, frozenset({"github.com"}))
+    with pytest.raises(
+        ImportFormatError, match=re.escape("must be an http(s) URL on ghe.example.com")
+    ):
+        check_issue_url(record, frozenset({"ghe.example.com"}))
 
 
 @pytest.fixture
