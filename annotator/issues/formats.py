@@ -41,6 +41,7 @@ import hashlib
 import io
 import json
 import re
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -103,6 +104,8 @@ class IssueRecord:
     html_url: str
     comments_count: int
     raw: dict[str, Any]
+    # `raw` as the file wrote it (its JSON text), where the parser kept it: stored as it is.
+    raw_json: bytes | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def content_hash(self) -> str:
         """Stored with the issue to tell an unchanged re-import from an update; keep stable."""
@@ -120,6 +123,7 @@ class CommentRecord:
     created_at: datetime | None
     updated_at: datetime | None
     raw: dict[str, Any]
+    raw_json: bytes | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def content_hash(self) -> str:
         return _content_hash(self)
@@ -146,7 +150,9 @@ def _content_hash(record: Record) -> str:
 
 # The fields a record's content hash covers: all but its index and its raw object.
 _HASHED = {
-    kind: tuple(f.name for f in dataclasses.fields(kind) if f.name not in ("index", "raw"))
+    kind: tuple(
+        f.name for f in dataclasses.fields(kind) if f.name not in ("index", "raw", "raw_json")
+    )
     for kind in (IssueRecord, CommentRecord)
 }
 
@@ -332,6 +338,8 @@ def iter_records(
 def _check_strings(record: Record, limit: int) -> None:
     """Refuse a record with a string longer than `limit` characters, naming the field (a key of
     the raw object, dotted, when the string is one the record keeps only there)."""
+    if record.raw_json is not None and len(record.raw_json) <= limit:
+        return  # a string has no more characters than its JSON has bytes, nor has any field
     for name in ("title", "body", "author", "state_reason", "html_url"):
         value = getattr(record, name, "")
         if isinstance(value, str) and len(value) > limit:
@@ -383,91 +391,330 @@ def _iter_array(reader: _Reader, head: bytes, format: str, max_depth: int) -> It
         raise ImportFormatError(
             f"not valid JSON: expected an array starting with '[', got {found!r}"
         )
-    index, kind = 0, "rest"
-    try:
-        scanned = _DepthCheckedReader(reader, max_depth)
-        for index, obj in enumerate(ijson.items(scanned, "item", use_float=True), 1):
-            kind = _kind(obj, kind, format)
-            yield _build(obj, index, f"record {index}", _BUILDERS[kind])
-    except ijson.JSONError as error:
-        raise _json_error(error, index) from None
-    except TooDeep as error:
-        raise ImportFormatError(
-            f"JSON is nested deeper than the limit of {error.limit} levels at byte {error.offset}"
-        ) from None
+    kind = "rest"
+    elements = _ArrayElements(reader, max_depth)
+    for index, (obj, text) in enumerate(elements, 1):
+        kind = _kind(obj, kind, format)
+        yield _build(obj, index, f"record {index}", _BUILDERS[kind], text)
 
 
-class _DepthCheckedReader:
-    """What ijson reads: every byte goes through a DepthScan first, so a file of nested
-    brackets is refused at the first one past the limit, before ijson builds its prefixes."""
+# The decoder of every JSON record: NaN and Infinity, which JSON has not (Python writes them),
+# are refused, and so is a number past a float's range, which Python would read as infinity.
+def _refused_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (_INFINITY, -_INFINITY):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
+
+
+_INFINITY = float("inf")
+_DECODER = json.JSONDecoder(parse_constant=_refused_constant, parse_float=_finite)
+_SPACE = re.compile(r"[ \t\n\r]*")
+# Where the file ends inside a value: a literal, a number or a \uXXXX escape begun and not done.
+_CUT_VALUE = re.compile(
+    r"(?:t(?:ru?)?|f(?:a(?:ls?)?)?|n(?:ul?)?|-|[.eE][+-]?|\\?u[0-9a-fA-F]{0,4})?"
+)
+_ARRAY_CHUNK = 64 * 1024
+
+
+class _ArrayElements:
+    """The elements of a JSON array, in order, each with its own JSON text: read a chunk at a
+    time and each decoded by the standard library's C decoder, so memory holds a chunk and the
+    element being read, and an element's text is kept as its record's raw object (jsonb takes
+    it as it is, where encoding the object again cost as much as decoding it).
+
+    Depth: the decoder recurses, and refuses (RecursionError) near 1,000 levels before it has
+    built much; an element decoded whole is measured (`_within`), so one past `max_depth` is
+    refused, naming the byte of its first bracket past the limit (a DepthScan over its text,
+    on the error's path only), as is one that is bad JSON or cut short after going past it.
+    Other errors name the record (the element reached) and the byte.
+
+    100,000 generated bug reports (benchmarks/import_issues.py' file, read through the UTF-8
+    check, back to back): ijson behind a depth scan of every byte, then each raw object encoded
+    again for jsonb, 4.9-5.5 s of CPU; this, 2.2-2.3 s."""
 
     def __init__(self, reader: _Reader, max_depth: int) -> None:
-        self._reader, self._scan = reader, DepthScan(max_depth)
+        self._reader, self._max_depth = reader, max_depth
+        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self._text, self._pos, self._eof = "", 0, False
+        self._consumed = 0  # bytes of the file before self._text[self._pos]
+        self._count = 0
 
-    def read(self, size: int = -1, /) -> bytes:
+    def __iter__(self) -> Iterator[tuple[Any, bytes]]:
+        self._skip_space()
+        if not self._at_end() and self._text[self._pos] == "[":
+            self._step(1)
+        while True:
+            self._skip_space()
+            if self._at_end():
+                raise self._truncated()
+            if self._count == 0 and self._text[self._pos] == "]":
+                break
+            yield self._element()
+            self._skip_space()
+            if self._at_end():
+                raise self._truncated()
+            delimiter = self._text[self._pos]
+            if delimiter == "]":
+                break
+            if delimiter != ",":
+                where = self._byte_at(self._pos)
+                raise ImportFormatError(
+                    f"not valid JSON (expected ',' or ']' after the record, at byte {where})",
+                    record=f"record {self._count + 1}",
+                )
+            self._step(1)
+        self._step(1)
+        self._skip_space()
+        if not self._at_end():
+            raise ImportFormatError(
+                f"not valid JSON: text after the end of the array (after record {self._count})"
+            )
+
+    def _element(self) -> tuple[Any, bytes]:
+        want = _ARRAY_CHUNK
+        while True:
+            start = self._pos
+            try:
+                obj, end = _DECODER.raw_decode(self._text, start)
+            except json.JSONDecodeError as error:
+                if not _cut_short(error):
+                    raise self._decode_error(start, error.pos + 1, error) from None
+                if self._eof:
+                    raise self._decode_error(start, len(self._text)) from None
+                self._read(want)  # the element goes on past what is read: read more, and
+                want *= 2  # twice as much each time it still does, so a long one costs linear
+                continue
+            except RecursionError:
+                raise self._too_deep(start, len(self._text)) from None
+            except ValueError as error:  # a number the decoder refused
+                raise ImportFormatError(
+                    f"not valid JSON ({error})", record=f"record {self._count + 1}"
+                ) from None
+            text = self._text[start:end].encode()
+            if not _within(obj, text, self._max_depth - 1):  # 1: the array's own level
+                raise self._too_deep(start, end)
+            self._count += 1
+            self._pos = end
+            self._consumed += len(text)
+            return obj, text
+
+    # --- the buffer ---------------------------------------------------------------------
+    def _read(self, size: int) -> None:
+        """Append at least `size` more bytes' text (or the rest of the file), dropping what
+        was read past."""
         chunk = self._reader.read(size)
-        self._scan.feed(chunk)
-        return chunk
+        self._eof = not chunk
+        self._text = self._text[self._pos :] + self._decoder.decode(chunk, final=self._eof)
+        self._pos = 0
 
+    def _at_end(self) -> bool:
+        while self._pos >= len(self._text) and not self._eof:
+            self._read(_ARRAY_CHUNK)
+        return self._pos >= len(self._text)
 
-def _json_error(error: Exception, complete: int) -> ImportFormatError:
-    message = error.args[0] if error.args else error
-    if isinstance(message, bytes):
-        message = message.decode("utf-8", "replace")
-    first_line = str(message).strip().splitlines()[0]
-    if "premature EOF" in first_line:
+    def _skip_space(self) -> None:
+        while True:
+            end = _SPACE.match(self._text, self._pos).end()  # type: ignore[union-attr]
+            self._step(end - self._pos)
+            if end < len(self._text) or self._eof:
+                return
+            self._read(_ARRAY_CHUNK)
+
+    def _step(self, size: int) -> None:  # past ASCII only: whitespace, "[", "," and "]"
+        self._pos += size
+        self._consumed += size
+
+    def _byte_at(self, pos: int) -> int:
+        return self._consumed + len(self._text[self._pos : pos].encode())
+
+    # --- errors -------------------------------------------------------------------------
+    def _truncated(self) -> ImportFormatError:
         detail = "JSON is truncated: the file ends before this record is complete"
-        return ImportFormatError(detail, record=f"record {complete + 1}")
-    if "trailing garbage" in first_line:
+        return ImportFormatError(detail, record=f"record {self._count + 1}")
+
+    def _decode_error(
+        self, start: int, end: int, error: json.JSONDecodeError | None = None
+    ) -> ImportFormatError:
+        """The element at `start` is bad JSON up to `end` (`error`), or cut short by the end of
+        the file (no error); unless it nests past the limit before that, which is named first
+        (as a scan ahead of the parser would)."""
+        if _nested_past(self._text[start:end].encode(), self._max_depth - 1):
+            return self._too_deep(start, end)
+        if error is None:
+            return self._truncated()
         return ImportFormatError(
-            f"not valid JSON: text after the end of the array (after record {complete})"
+            f"not valid JSON ({error.msg} at byte {self._byte_at(error.pos)})",
+            record=f"record {self._count + 1}",
         )
-    return ImportFormatError(f"not valid JSON ({first_line})", record=f"record {complete + 1}")
+
+    def _too_deep(self, start: int, end: int) -> ImportFormatError:
+        """The element at `start` nests too deeply: name the byte of its first bracket past
+        the limit (the array's own bracket counts as the first level)."""
+        scan = DepthScan(self._max_depth)
+        scan.depth, scan.offset = 1, self._byte_at(start)
+        try:
+            scan.feed(self._text[start:end].encode())
+        except TooDeep as error:
+            return ImportFormatError(
+                f"JSON is nested deeper than the limit of {error.limit} levels at byte "
+                f"{error.offset}"
+            )
+        return ImportFormatError(  # deeper than the decoder reads, and the limit set above it
+            f"JSON is nested too deeply to read (over {sys.getrecursionlimit()} levels)",
+            record=f"record {self._count + 1}",
+        )
+
+
+def _cut_short(error: json.JSONDecodeError) -> bool:
+    """Whether the text the decoder failed on may just end too soon: inside a string, or in a
+    literal, number or escape begun, or with nothing at all after the failing position."""
+    rest = error.doc[error.pos :].rstrip()
+    return error.msg.startswith("Unterminated string") or bool(_CUT_VALUE.fullmatch(rest))
+
+
+def _within(value: Any, text: bytes, limit: int) -> bool:
+    """Whether `value`, decoded from `text`, nests no deeper than `limit`. It nests no deeper
+    than `text` has brackets; nor than it has outside its body (a bug report's brackets are
+    mostly its logs'), where the text spells them all as brackets, not escapes. Only a value
+    with more is walked (`_nesting`): 100,000 issues, 0.6 s of walking -> 0.1 s of counting."""
+    openers = text.count(b"[") + text.count(b"{")
+    if openers <= limit:
+        return True
+    body = value.get("body") if type(value) is dict else None
+    outside = openers - body.count("[") - body.count("{") if type(body) is str else openers
+    if outside <= limit and not _ESCAPED_BRACKET.search(text):
+        return True
+    return _nesting(value, limit) <= limit
+
+
+_ESCAPED_BRACKET = re.compile(rb"\\u00[57][bB]")
+
+
+def _nesting(value: Any, limit: int) -> int:
+    """How many levels `value` nests (an object or array of scalars: 1), counted no further
+    than past `limit`. Walks the containers only, level by level; a record's are few (the user,
+    the labels)."""
+    if type(value) is not dict and type(value) is not list:
+        return 0
+    level, depth = [value], 0
+    while level and depth <= limit:
+        depth += 1
+        inner: list[Any] = []
+        for container in level:
+            items = container.values() if type(container) is dict else container
+            inner.extend(item for item in items if type(item) is dict or type(item) is list)
+        level = inner
+    return depth
+
+
+# jsonb cannot hold a \u0000 escape (text cannot hold U+0000) or an escaped unpaired surrogate;
+# a JSON text in which this finds neither escape holds neither character (see _build).
+_RAW_UNSTORABLE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
+
+
+def _refuse_unstorable(raw: dict[str, Any]) -> None:
+    """Raise for the first string of `raw`, in the file's order, that jsonb cannot hold, naming
+    its key (dotted, with indexes)."""
+    stack: list[tuple[str, Any]] = [("", raw)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            for key in value:
+                if _unstorable(key):
+                    where = f"{path}.{key}" if path else key
+                    raise ImportFormatError(f"its key {_unstorable(key)}", field=where)
+            named = [(f"{path}.{key}" if path else key, item) for key, item in value.items()]
+            stack.extend(reversed(named))
+        elif isinstance(value, list):
+            stack.extend(reversed([(f"{path}[{i}]", item) for i, item in enumerate(value)]))
+        elif isinstance(value, str) and _unstorable(value):
+            raise ImportFormatError(_unstorable(value), field=path)
+
+
+def _unstorable(text: str) -> str:
+    """Why jsonb cannot hold `text`, or ""."""
+    if "\x00" in text:
+        return "holds a NUL character (\\u0000)"
+    try:
+        text.encode()
+    except UnicodeEncodeError as error:
+        return f"holds an unpaired surrogate ({text[error.start]!a}), not text"
+    return ""
 
 
 def _iter_jsonl(reader: _Reader, head: bytes, format: str, max_depth: int) -> Iterator[Record]:
     kind = "rest"
     for number, line in enumerate(reader, 1):
         if line.strip():
-            obj = _json_line(line, number, max_depth)
+            obj, text = _json_line(line, number, max_depth)
             kind = _kind(obj, kind, format)
-            yield _build(obj, number, f"line {number}", _BUILDERS[kind])
+            yield _build(obj, number, f"line {number}", _BUILDERS[kind], text)
 
 
-def _json_line(line: bytes, number: int, max_depth: int) -> Any:
+def _json_line(line: bytes, number: int, max_depth: int) -> tuple[Any, bytes]:
+    """A line's value and its JSON text (decoded as `_ArrayElements` decodes an element)."""
+    text = line.rstrip()
     try:
-        DepthScan(max_depth).feed(line)
-    except TooDeep as error:
-        raise ImportFormatError(
-            f"JSON is nested deeper than the limit of {error.limit} levels "
-            f"at column {error.offset + 1}",
-            record=f"line {number}",
-        ) from None
-    try:
-        return json.loads(line.decode("utf-8").rstrip(), parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as error:
+        obj = _DECODER.decode(text.decode("utf-8"))
+    except RecursionError:
+        raise _line_too_deep(line, number, max_depth) from None
+    except ValueError as error:
+        if isinstance(error, json.JSONDecodeError) and _nested_past(line, max_depth):
+            raise _line_too_deep(line, number, max_depth) from None  # as a depth scan first
         detail = str(error)
         if isinstance(error, json.JSONDecodeError):
             detail = f"{error.msg} at column {error.colno}"
         raise ImportFormatError(f"not valid JSON ({detail})", record=f"line {number}") from None
+    if not _within(obj, text, max_depth):
+        raise _line_too_deep(line, number, max_depth)
+    return obj, text
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not allowed")
+def _nested_past(text: bytes, limit: int) -> bool:
+    try:
+        DepthScan(limit).feed(text)
+    except TooDeep:
+        return True
+    return False
+
+
+def _line_too_deep(line: bytes, number: int, max_depth: int) -> ImportFormatError:
+    try:
+        DepthScan(max_depth).feed(line)
+    except TooDeep as error:
+        return ImportFormatError(
+            f"JSON is nested deeper than the limit of {error.limit} levels "
+            f"at column {error.offset + 1}",
+            record=f"line {number}",
+        )
+    return ImportFormatError(
+        f"JSON is nested too deeply to read (over {sys.getrecursionlimit()} levels)",
+        record=f"line {number}",
+    )
 
 
 # --- building records -------------------------------------------------------------------------
-_Builder = Callable[[dict[str, Any], int], Record]
+# A builder takes the object, its index and its JSON text where the parser kept it (raw_json).
+_Builder = Callable[[dict[str, Any], int, bytes | None], Record]
 
 
-def _build(obj: Any, index: int, where: str, build: _Builder) -> Record:
-    """`build` the record, naming it in any error: "record 3 (number 812)", "line 4"."""
+def _build(obj: Any, index: int, where: str, build: _Builder, text: bytes | None = None) -> Record:
+    """`build` the record, naming it in any error: "record 3 (number 812)", "line 4". `text`,
+    the object's own JSON where the parser kept it, is kept as the record's `raw_json`."""
     if not isinstance(obj, dict):
         raise ImportFormatError(f"expected an object, got {_describe(obj)}", record=where)
     number = str(obj.get("number")).strip()
     label = f"{where} (number {number})" if _INTEGER.fullmatch(number) else where
     try:
-        return _refuse_nul(build(obj, index))
+        record = _refuse_nul(build(obj, index, text))
+        if text is not None and _RAW_UNSTORABLE.search(text):
+            _refuse_unstorable(obj)
+        return record
     except ImportFormatError as error:
         raise ImportFormatError(error.detail, record=label, field=error.field) from None
 
@@ -488,7 +735,9 @@ _GH_KEYS = {"author": "author", "html_url": "url", "state_reason": "stateReason"
 _GH_KEYS |= {"created_at": "createdAt", "updated_at": "updatedAt", "closed_at": "closedAt"}
 
 
-def _json_issue(obj: dict[str, Any], index: int, key: dict[str, str]) -> IssueRecord:
+def _json_issue(
+    obj: dict[str, Any], index: int, text: bytes | None, key: dict[str, str]
+) -> IssueRecord:
     rest = key is _REST_KEYS
     html_url = _text(obj, key["html_url"])
     closed_at = _date(obj, key["closed_at"])
@@ -510,6 +759,7 @@ def _json_issue(obj: dict[str, Any], index: int, key: dict[str, str]) -> IssueRe
         html_url=html_url,
         comments_count=_count(obj),
         raw=obj,
+        raw_json=text,
     )
 
 
@@ -518,7 +768,7 @@ def _gh_pull(obj: dict[str, Any], url: str) -> bool:
     return flag if type(flag) is bool else "/pull/" in url
 
 
-def _rest_comment(obj: dict[str, Any], index: int) -> CommentRecord:
+def _rest_comment(obj: dict[str, Any], index: int, text: bytes | None) -> CommentRecord:
     repository, issue_number = _issue_link(obj)
     return CommentRecord(
         index=index,
@@ -530,12 +780,13 @@ def _rest_comment(obj: dict[str, Any], index: int) -> CommentRecord:
         created_at=_date(obj, "created_at"),
         updated_at=_date(obj, "updated_at"),
         raw=obj,
+        raw_json=text,
     )
 
 
 _BUILDERS: dict[str, _Builder] = {
-    "rest": lambda obj, index: _json_issue(obj, index, _REST_KEYS),
-    "gh": lambda obj, index: _json_issue(obj, index, _GH_KEYS),
+    "rest": lambda obj, index, text: _json_issue(obj, index, text, _REST_KEYS),
+    "gh": lambda obj, index, text: _json_issue(obj, index, text, _GH_KEYS),
     "comment": _rest_comment,
 }
 
@@ -574,7 +825,7 @@ def _row(header: list[str], cells: list[str], index: int) -> dict[str, str]:
     return dict(zip(header, cells + [""] * (len(header) - len(cells)), strict=True))
 
 
-def _csv_issue(row: dict[str, str], index: int) -> IssueRecord:
+def _csv_issue(row: dict[str, str], index: int, text: bytes | None = None) -> IssueRecord:
     cell: dict[str, Any] = {name: text.strip() for name, text in row.items() if text.strip()}
     for name in ("number", "github_id", "comments_count"):
         if name in cell:
@@ -657,7 +908,8 @@ def _text(obj: Mapping[str, Any], key: str) -> str:
 
 
 def _body(obj: Mapping[str, Any]) -> str:
-    return _text(obj, "body").replace("\r\n", "\n").replace("\r", "\n")
+    body = _text(obj, "body")
+    return body.replace("\r\n", "\n").replace("\r", "\n") if "\r" in body else body
 
 
 def _state(obj: Mapping[str, Any], closed_at: datetime | None) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import struct
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -244,8 +245,27 @@ def _int_encoder(field: Field[Any, Any], low: int, high: int, code: str) -> Call
     return encode
 
 
-def _json(value: Any) -> bytes:  # jsonb's binary form: a version byte, then the JSON text
-    return _sized(b"\x01" + json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+# A \u0000 escape in JSON text, not an escaped backslash before "u0000".
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def _json_encoder(field: Field[Any, Any]) -> Callable[[Any], bytes]:
+    """jsonb's binary form: a version byte, then the JSON text. A value given as bytes is that
+    text already (an imported object as its file held it: formats.IssueRecord.raw_json)."""
+
+    def encode(value: Any) -> bytes:
+        if isinstance(value, bytes):
+            return _sized(b"\x01" + value)
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        if "\\u0000" in text and _NUL_ESCAPE.search(text):  # jsonb refuses it
+            raise CopyValueError(field.name, "holds a NUL character (\\u0000)")
+        try:
+            return _sized(b"\x01" + text.encode())
+        except UnicodeEncodeError as error:
+            detail = f"holds an unpaired surrogate ({text[error.start]!a}), not text"
+            raise CopyValueError(field.name, detail) from None
+
+    return encode
 
 
 def _timestamp(value: datetime) -> bytes:  # microseconds since 2000-01-01 UTC; naive is UTC
@@ -267,7 +287,12 @@ def _encoder(field: Field[Any, Any]) -> Callable[[Any], bytes]:
         return _int_encoder(field, -(2**31), 2**31 - 1, "i")
     if kind in ("CharField", "TextField"):
         return _text_encoder(field)
-    encoders = {"JSONField": _json, "DateTimeField": _timestamp, "BooleanField": _boolean}
+    if kind == "JSONField":
+        return _json_encoder(field)
+    encoders: dict[str, Callable[[Any], bytes]] = {
+        "DateTimeField": _timestamp,
+        "BooleanField": _boolean,
+    }
     if kind not in encoders:
         raise TypeError(f"no COPY encoding for {field.name} ({kind})")
     return encoders[kind]

@@ -126,7 +126,8 @@ class RecordWriter:
         tail = None
         if self._copy:
             try:
-                tail = copy_fields(_issue_row(0, record, digest)[1:], start=1)
+                row = _issue_row(0, record, digest, raw_text=True)
+                tail = copy_fields(row[1:], start=1)
             except CopyValueError as error:
                 where = f"record {record.index} (number {record.number})"
                 raise ImportFormatError(str(error), record=where, field=error.field) from None
@@ -385,8 +386,11 @@ def _numbered(queryset: Any, numbers: Iterable[int], field: str = "number") -> A
     )
 
 
-def _issue_row(repository_id: int, record: IssueRecord, content_hash: str) -> tuple[Any, ...]:
-    """The record as a row in bulk.ISSUE_COLUMNS order (the repository's id first)."""
+def _issue_row(
+    repository_id: int, record: IssueRecord, content_hash: str, *, raw_text: bool = False
+) -> tuple[Any, ...]:
+    """The record as a row in bulk.ISSUE_COLUMNS order (the repository's id first). With
+    `raw_text`, for COPY: the raw object as the JSON text the file held, where kept."""
     values = {
         "repository_id": repository_id,
         "number": record.number,
@@ -403,7 +407,7 @@ def _issue_row(repository_id: int, record: IssueRecord, content_hash: str) -> tu
         "is_pull_request": record.is_pull_request,
         "html_url": record.html_url,
         "comments_count": record.comments_count,
-        "raw": record.raw,
+        "raw": record.raw_json if raw_text and record.raw_json is not None else record.raw,
         "content_hash": content_hash,
     }
     return tuple(values[column] for column in ISSUE_COLUMNS)

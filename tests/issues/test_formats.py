@@ -521,7 +521,32 @@ BAD_INPUT = [
     (
         b'[{"number": 1, "title": "a"}, nope]',
         "github",
-        "record 2: not valid JSON (lexical error: invalid string in json text.)",
+        "record 2: not valid JSON (Expecting value at byte 30)",
+    ),
+    (
+        b'[{"number": 1, "title": "a"} {"number": 2}]',
+        "github",
+        "record 2: not valid JSON (expected ',' or ']' after the record, at byte 29)",
+    ),
+    (
+        b'[{"number": 1, "title": "a"},]',
+        "github",
+        "record 2: not valid JSON (Expecting value at byte 29)",
+    ),
+    (
+        b'[{"number": 1, "title": "a", "score": NaN}]',
+        "github",
+        "record 1: not valid JSON (NaN is not allowed)",
+    ),
+    (
+        b'[{"number": 1, "title": "a"}, {"number": 2, "title": "b", "score": 1e400}]',
+        "github",
+        "record 2: not valid JSON (the number 1e400 is out of range)",
+    ),
+    (
+        b'{"number": 1, "title": "a", "score": -Infinity}\n',
+        "jsonl",
+        "line 1: not valid JSON (-Infinity is not allowed)",
     ),
     (
         array(rest_issue()) + b" []",
@@ -733,6 +758,38 @@ def test_bad_input_is_refused_with_a_message_naming_record_and_field(
     assert str(parse_error(data, format=format)) == message
 
 
+# Strings jsonb cannot hold, in the raw object only or in a field the record keeps too.
+UNSTORABLE = [
+    ({"milestone": {"title": "v1\x00"}}, "milestone.title", "holds a NUL character (\\u0000)"),
+    ({"assignees": [{"login": "a"}, {"login": "\udc00"}]}, "assignees[1].login", "'\\udc00'"),
+    ({"title": "broken \ud800 pair"}, "title", "an unpaired surrogate ('\\ud800')"),
+    ({"reactions": {"\ud83d": 1}}, "reactions.\ud83d", "its key holds an unpaired surrogate"),
+]
+
+
+@pytest.mark.parametrize(("fields", "field", "detail"), UNSTORABLE)
+@pytest.mark.parametrize("make", [array, lines], ids=["github", "jsonl"])
+def test_a_string_jsonb_cannot_hold_is_refused_naming_record_and_key(
+    make: Any, fields: dict[str, Any], field: str, detail: str
+) -> None:
+    """A record's raw object is stored as the JSON text the file holds, so what jsonb refuses
+    there is refused here, naming the key; it used to fail in the database (or, for an array,
+    turn a lone surrogate into "?")."""
+    error = parse_error(make(rest_issue(1), rest_issue(2, **fields)))
+    where = "record 2" if make is array else "line 2"
+    assert (error.record, error.field) == (f"{where} (number 2)", field)
+    assert detail in error.detail
+
+
+def test_escapes_that_only_look_like_nul_or_a_surrogate_are_kept() -> None:
+    # An escaped backslash before "u0000", and a surrogate pair (an emoji, as Python writes it).
+    text = r'[{"number": 1, "title": "\\u0000 \\ud800", "body": "\ud83d\udd25", "url": "u"}]'
+    (record,) = parse(text.encode())
+    assert isinstance(record, IssueRecord)
+    assert (record.title, record.body) == ("\\u0000 \\ud800", "🔥")
+    assert record.raw_json == text.encode()[1:-1]
+
+
 def test_errors_carry_the_record_and_field_apart_from_the_message() -> None:
     error = parse_error(array(rest_issue(1), rest_issue(812, created_at="2022-13-40")))
     assert (error.record, error.field) == ("record 2 (number 812)", "created_at")
@@ -755,6 +812,30 @@ def test_bad_default_repository_is_refused() -> None:
     assert str(parse_error(array(rest_issue()), default_repository="widgets")) == (
         "repository must be owner/name, got 'widgets'"
     )
+
+
+def test_an_array_cut_anywhere_is_truncated_at_the_record_it_cuts() -> None:
+    """Every prefix of an array: the records wholly before the cut are read, then the one it
+    cuts (or the next, where it falls between two) is named as truncated, wherever the cut falls
+    (in a key, a string, an escape, a number, a literal, between elements)."""
+    objects = [
+        rest_issue(1, body='a "quoted" \\ back \u00e9 \u4e2d', locked=True, milestone=None),
+        rest_issue(22, comments=1.25e-3, labels=[{"name": "bug"}], locked=False),
+        rest_issue(3, body="\U0001f525 \t\n"),
+    ]
+    data = json.dumps(objects, indent=1).encode()
+    ends = [
+        data.index(b"\n }", data.index(f'"number": {o["number"]}'.encode())) + 3 for o in objects
+    ]
+    for cut in range(1, len(data)):
+        records: list[int] = []
+        with pytest.raises(ImportFormatError) as caught:
+            for record in iter_records(io.BytesIO(data[:cut])):
+                records.append(record.index)
+        done = sum(end <= cut for end in ends)
+        assert records == list(range(1, done + 1)), cut
+        assert caught.value.record == f"record {done + 1}", cut
+        assert "JSON is truncated" in caught.value.detail, cut
 
 
 def test_truncated_array_names_the_record_reached() -> None:
@@ -789,6 +870,43 @@ def test_no_exception_but_import_format_error_escapes_from_cut_or_damaged_files(
     for variant in damaged:
         with contextlib.suppress(ImportFormatError):
             list(iter_records(io.BytesIO(variant)))
+
+
+# --- each record's own JSON text --------------------------------------------------------------
+AWKWARD = [
+    rest_issue(1, body='é 中文 🔥 "q" \\ \r\n' * 50, labels=[{"name": "a\u2028b"}]),
+    rest_issue(2, body="x" * 70_000, user={"login": "ü"}),  # longer than a read
+    rest_comment(2, body="[{]}" * 10),
+    rest_issue(3, title="{[", body=None, comments=0.5, id=2**62),
+]
+
+
+def test_each_record_keeps_its_objects_json_text_as_the_file_wrote_it() -> None:
+    pretty = json.dumps(AWKWARD, indent=2, ensure_ascii=False).encode()
+    escaped = json.dumps(AWKWARD, separators=(",", ":")).encode()  # ASCII, with \u escapes
+    for data in (pretty, escaped):
+        records = parse(data)
+        assert [json.loads(r.raw_json or b"") for r in records] == AWKWARD
+        assert [r.raw for r in records] == AWKWARD
+        assert all(r.raw_json in data for r in records if r.raw_json)
+    jsonl = parse(lines(*AWKWARD))
+    assert [r.raw_json for r in jsonl] == [json.dumps(o).encode() for o in AWKWARD]
+    csv_record = parse(b"number,title\n1,a\n")[0]
+    assert csv_record.raw_json is None
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 7, 4096])
+def test_an_array_reads_the_same_in_reads_of_any_size(monkeypatch: Any, chunk: int) -> None:
+    import annotator.issues.formats as formats
+
+    data = b" \n[ " + b" ,\n ".join(json.dumps(o, ensure_ascii=False).encode() for o in AWKWARD)
+    data += b"\n ]\n "
+    whole = parse(data)
+    monkeypatch.setattr(formats, "_ARRAY_CHUNK", chunk)
+    for read_size in (1, 3, None):
+        records = list(iter_records(lazy(iter([data]), read_size)))
+        assert records == whole
+        assert [r.raw_json for r in records] == [r.raw_json for r in whole]
 
 
 # --- size limit and streaming -----------------------------------------------------------------

@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 
 from annotator.issues.formats import ImportFormatError
 from annotator.issues.models import Issue, IssueComment, Repository, RepositoryAlias
-from annotator.issues.services import import_issues
+from annotator.issues.services import BATCH_SIZE, import_issues
 
 DEMO = Path(__file__).resolve().parents[2] / "annotator" / "issues" / "demo_data"
 ISSUES = DEMO / "colossalai_issues.json"
@@ -138,8 +138,6 @@ VALUES_NO_COLUMN_HOLDS = {
     "number": (rest_issue(3_000_000_000), "3000000000 is out of range (0 to 2147483647)"),
     "github_id": (rest_issue(2, id=2**63), f"{2**63} is out of range"),
     "author": (rest_issue(2, user={"login": "x" * 101}), "101 characters, more than the 100"),
-    # JSON lines: json.loads keeps a lone surrogate, where ijson makes it "?".
-    "title": (rest_issue(2, title="broken \ud800 pair"), "an unpaired surrogate ('\\ud800')"),
 }
 
 
@@ -155,6 +153,38 @@ def test_a_value_its_column_cannot_hold_is_refused_naming_record_and_field(field
     assert error.value.record == f"record 2 (number {record['number']})"
     assert error.value.field == field
     assert detail in str(error.value)
+    assert Issue.objects.count() == 0
+
+
+@pytest.mark.parametrize("shape", ["array", "pretty", "jsonl"])
+def test_the_raw_object_is_stored_as_the_file_wrote_it(shape):
+    """Each object's own JSON text goes to jsonb as it is (not encoded again): what is stored is
+    the object, whatever the file's spacing and escapes."""
+    objects = [
+        rest_issue(
+            1, body="é 中文 🔥 a \\u0000 that is text", milestone={"t": "\u2028", "n": 1.25}
+        ),
+        rest_issue(2, reactions={"+1": 0, "big": 2**70}, locked=True, assignee=None),
+    ]
+    payload = {
+        "array": json.dumps(objects),
+        "pretty": json.dumps(objects, indent=3, ensure_ascii=False),
+        "jsonl": "\n".join(json.dumps(o, ensure_ascii=False) for o in objects),
+    }[shape]
+    run(payload)
+    assert [issue.raw for issue in Issue.objects.order_by("number")] == objects
+
+
+def test_a_string_jsonb_cannot_hold_refuses_the_file_and_writes_nothing():
+    """After a batch and more were stored (the import is one transaction)."""
+    issues = [rest_issue(n) for n in range(1, BATCH_SIZE + 2)]
+    issues.append(rest_issue(BATCH_SIZE + 2, milestone={"title": "v1\x00"}))
+    with pytest.raises(ImportFormatError) as error:
+        run(issues)
+    assert str(error.value) == (
+        f"record {BATCH_SIZE + 2} (number {BATCH_SIZE + 2}): field 'milestone.title': "
+        "holds a NUL character (\\u0000)"
+    )
     assert Issue.objects.count() == 0
 
 

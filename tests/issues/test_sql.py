@@ -454,5 +454,36 @@ def test_a_prepared_issue_is_its_copy_row_after_the_repository_id(db):
     text = json.dumps([rest_issue(7)]).encode()
     (record,) = iter_records(io.BytesIO(text), format="auto", filename="issues.json")
     prepared = RecordWriter().prepare(record)
-    row = _issue_row(42, record, prepared.content_hash)
+    row = _issue_row(42, record, prepared.content_hash, raw_text=True)
     assert sql.copy_fields([42]) + prepared.copy_tail == sql.copy_fields(row)
+    # The raw object goes as the file's own JSON text (jsonb's binary form: 1, then the text).
+    assert record.raw_json == text[1:-1]
+    assert b"\x01" + text[1:-1] in prepared.copy_tail
+
+
+RAW = [f.name for f in sql.IMPORTED_FIELDS].index("raw")
+
+
+@pytest.mark.parametrize(
+    ("raw", "detail"),
+    [
+        ({"milestone": {"title": "v1\x00"}}, "holds a NUL character (\\u0000)"),
+        ({"user": {"login": "\udc00"}}, "holds an unpaired surrogate ('\\udc00'), not text"),
+    ],
+)
+def test_a_raw_object_jsonb_cannot_hold_is_refused_naming_the_field(raw, detail):
+    """A raw object given as an object (a GitHub sync's) is encoded here: what jsonb would
+    refuse is refused naming the field, where the database's error named neither."""
+    with pytest.raises(sql.CopyValueError) as caught:
+        sql.copy_fields([raw], start=RAW)
+    assert (caught.value.field, str(caught.value)) == ("raw", detail)
+
+
+def test_a_raw_object_with_text_that_only_looks_like_a_nul_escape_is_encoded():
+    raw = {"body": "a \\u0000 b \\\\u0000", "emoji": "🔥"}
+    text = json.dumps(raw, ensure_ascii=False, separators=(",", ":")).encode()
+    assert sql.copy_fields([raw], start=RAW) == struct.pack("!i", len(text) + 1) + b"\x01" + text
+    given = b'{"body": "as the file wrote it"}'
+    assert (
+        sql.copy_fields([given], start=RAW) == struct.pack("!i", len(given) + 1) + b"\x01" + given
+    )

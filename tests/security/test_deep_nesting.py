@@ -1,6 +1,6 @@
 """Deeply nested JSON and YAML, a few hundred KB that a parser would need gigabytes for, is
-refused before it is parsed: issue files (in the formats and as an import job), codebook files
-on every codebook route, and API bodies. Each message names the position and the limit, and
+refused before the parser has built much: issue files (in the formats and as an import job),
+codebook files on every codebook route, and API bodies. Each message names the position and the limit, and
 nothing is written. The speed and memory figures are benchmarks/hostile_files.py's."""
 
 from __future__ import annotations
@@ -114,6 +114,30 @@ def test_an_issue_nested_to_the_limit_is_read_and_one_level_more_is_refused():
     assert [record.number for record in records] == [1]
     with pytest.raises(ImportFormatError, match="deeper than the limit of 64 levels at byte"):
         list(iter_records(io.BytesIO(json.dumps([nested_raw(65)]).encode())))
+
+
+def test_brackets_written_as_escapes_in_a_body_do_not_hide_the_depth():
+    """The depth check counts an element's brackets, less its body's where the text spells them
+    as brackets; a body of \\u005b escapes must not be taken off the count."""
+    text = json.dumps([nested_raw(65) | {"body": "@" * 300}]).replace("@", "\\u005b").encode()
+    (record,) = list(iter_records(io.BytesIO(json.dumps([nested_raw(64)]).encode())))
+    assert record.number == 1
+    with pytest.raises(ImportFormatError, match="deeper than the limit of 64 levels at byte"):
+        list(iter_records(io.BytesIO(text)))
+
+
+@pytest.mark.parametrize("tail", [b"}", b"]]]", b"x", b""])
+def test_nesting_past_the_limit_is_named_before_a_syntax_error_after_it(tail):
+    """Whatever follows the brackets (bad JSON, or the end of the file), the message is the
+    depth's, naming the byte a scan of the whole file names."""
+    data = b'[{"a": ' + b"[" * 70 + tail
+    with pytest.raises(TooDeep) as scanned:
+        DepthScan(64).feed(data)
+    with pytest.raises(ImportFormatError) as caught:
+        list(iter_records(io.BytesIO(data)))
+    assert str(caught.value) == (
+        f"JSON is nested deeper than the limit of 64 levels at byte {scanned.value.offset}"
+    )
 
 
 def test_a_jsonl_line_nested_too_deeply_is_refused_naming_line_and_column():
