@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/hostile_files.py [--size 200000]
 
 Each case is a file of `--size` bytes (default 200 KB) that only nests: 200,000 "[" as an issues
-file (a JSON array, read by ijson behind annotator/json_depth.py's scan), one JSONL line of
+file (a JSON array, read element by element by the standard library's decoder), one JSONL line of
 nested objects, a YAML and a JSON codebook (taxonomy_app/formats.py), and an API body
 (annotator.json_depth.check_depth, what annotator/api_parsers.py runs). Each is parsed in a fresh
 process that must be refused with the limit in the message; reported per case: the seconds
