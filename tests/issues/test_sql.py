@@ -366,6 +366,17 @@ def test_text_vectors_are_the_vectors_the_indexer_stores_for_the_title_and_body(
 
 
 @pytest.mark.postgresql_only
+def test_text_vectors_of_no_issues_or_of_many_come_back_in_order():
+    """The vectors come back as one array in one row (an empty batch: NULL, none)."""
+    assert sql.text_vectors([], []) == []
+    titles = [f"word{n} title" for n in range(1, 1201)]
+    vectors = sql.text_vectors(titles, [""] * len(titles))
+    assert [_tsvector_text(v) for v in vectors] == [
+        f"'titl':2A 'word{n}':1A" for n in range(1, 1201)
+    ]
+
+
+@pytest.mark.postgresql_only
 def test_copy_upsert_stores_a_vector_given_and_computes_the_others():
     repository = RepositoryFactory()
     (given,) = sql.text_vectors(["given"], [""])
