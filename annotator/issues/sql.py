@@ -213,8 +213,12 @@ class CopyValueError(ValueError):
         self.field = field
 
 
+_LENGTH = struct.Struct("!i")
+_JSONB_HEAD = struct.Struct("!iB")  # the length, then jsonb's version byte
+
+
 def _sized(data: bytes) -> bytes:
-    return struct.pack("!i", len(data)) + data
+    return _LENGTH.pack(len(data)) + data
 
 
 def _text_encoder(field: Field[Any, Any]) -> Callable[[Any], bytes]:
@@ -225,10 +229,11 @@ def _text_encoder(field: Field[Any, Any]) -> Callable[[Any], bytes]:
             detail = f"{len(value):,} characters, more than the {limit} this field holds"
             raise CopyValueError(field.name, detail)
         try:
-            return _sized(value.encode())
+            data: bytes = value.encode()
         except UnicodeEncodeError as error:
             detail = f"holds an unpaired surrogate ({value[error.start]!a}), not text"
             raise CopyValueError(field.name, detail) from None
+        return _LENGTH.pack(len(data)) + data
 
     return encode
 
@@ -255,7 +260,7 @@ def _json_encoder(field: Field[Any, Any]) -> Callable[[Any], bytes]:
 
     def encode(value: Any) -> bytes:
         if isinstance(value, bytes):
-            return _sized(b"\x01" + value)
+            return _JSONB_HEAD.pack(len(value) + 1, 1) + value
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
         if "\\u0000" in text and _NUL_ESCAPE.search(text):  # jsonb refuses it
             raise CopyValueError(field.name, "holds a NUL character (\\u0000)")
@@ -307,8 +312,10 @@ def copy_fields(values: Sequence[Any], start: int = 0) -> bytes:
     column cannot hold."""
     encoders = _ENCODERS[start : start + len(values)]
     return b"".join(
-        _NULL if value is None else encode(value)
-        for encode, value in zip(encoders, values, strict=True)
+        [
+            _NULL if value is None else encode(value)
+            for encode, value in zip(encoders, values, strict=True)
+        ]
     )
 
 

@@ -6,6 +6,7 @@ objects into records, always inside one transaction per unit of work.
 
 from __future__ import annotations
 
+import operator
 import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -391,26 +392,15 @@ def _issue_row(
 ) -> tuple[Any, ...]:
     """The record as a row in bulk.ISSUE_COLUMNS order (the repository's id first). With
     `raw_text`, for COPY: the raw object as the JSON text the file held, where kept."""
-    values = {
-        "repository_id": repository_id,
-        "number": record.number,
-        "github_id": record.github_id,
-        "title": record.title,
-        "body": record.body,
-        "state": record.state,
-        "state_reason": record.state_reason,
-        "labels": list(record.labels),
-        "author": record.author,
-        "created_at": record.created_at,
-        "updated_at": record.updated_at,
-        "closed_at": record.closed_at,
-        "is_pull_request": record.is_pull_request,
-        "html_url": record.html_url,
-        "comments_count": record.comments_count,
-        "raw": record.raw_json if raw_text and record.raw_json is not None else record.raw,
-        "content_hash": content_hash,
-    }
-    return tuple(values[column] for column in ISSUE_COLUMNS)
+    raw = record.raw_json if raw_text and record.raw_json is not None else record.raw
+    return (repository_id, *_RECORD_COLUMNS(record), raw, content_hash)
+
+
+# The columns between the repository's id and the raw object and hash are the record's
+# attributes of the same names (the labels a tuple, which JSON writes as a list), read at once.
+if ISSUE_COLUMNS[0] != "repository_id" or ISSUE_COLUMNS[-2:] != ("raw", "content_hash"):
+    raise RuntimeError(f"_issue_row does not know the columns {ISSUE_COLUMNS}")
+_RECORD_COLUMNS = operator.attrgetter(*ISSUE_COLUMNS[1:-2])
 
 
 def _comment_row(issue_id: int, record: CommentRecord) -> IssueComment:
