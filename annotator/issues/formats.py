@@ -433,7 +433,7 @@ class _ArrayElements:
     on the error's path only), as is one that is bad JSON or cut short after going past it.
     Other errors name the record (the element reached) and the byte.
 
-    100,000 generated bug reports (benchmarks/import_issues.py' file, read through the UTF-8
+    100,000 generated bug reports (the file of benchmarks/import_issues.py, read through the UTF-8
     check, back to back): ijson behind a depth scan of every byte, then each raw object encoded
     again for jsonb, 4.9-5.5 s of CPU; this, 2.2-2.3 s."""
 

@@ -6,6 +6,7 @@ objects into records, always inside one transaction per unit of work.
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import urllib.parse
 from collections.abc import Iterable
@@ -398,7 +399,11 @@ def _issue_row(
 
 # The columns between the repository's id and the raw object and hash are the record's
 # attributes of the same names (the labels a tuple, which JSON writes as a list), read at once.
-if ISSUE_COLUMNS[0] != "repository_id" or ISSUE_COLUMNS[-2:] != ("raw", "content_hash"):
+if (
+    ISSUE_COLUMNS[0] != "repository_id"
+    or ISSUE_COLUMNS[-2:] != ("raw", "content_hash")
+    or not set(ISSUE_COLUMNS[1:-2]) <= {f.name for f in dataclasses.fields(IssueRecord)}
+):
     raise RuntimeError(f"_issue_row does not know the columns {ISSUE_COLUMNS}")
 _RECORD_COLUMNS = operator.attrgetter(*ISSUE_COLUMNS[1:-2])
 
