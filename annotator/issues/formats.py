@@ -40,6 +40,7 @@ import dataclasses
 import hashlib
 import io
 import json
+import math
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -172,7 +173,7 @@ class ByteSource(Protocol):
 
 class _CheckedReader(io.RawIOBase):
     """The source stream with the size limit and UTF-8 checked before any parser sees a byte,
-    so every format reports those two faults alike, with the byte offset (ijson's own UTF-8
+    so every format reports those two faults alike, with the byte offset (the parsers' own UTF-8
     error has none)."""
 
     def __init__(self, source: ByteSource, max_bytes: int | None) -> None:
@@ -398,21 +399,20 @@ def _iter_array(reader: _Reader, head: bytes, format: str, max_depth: int) -> It
         yield _build(obj, index, f"record {index}", _BUILDERS[kind], text)
 
 
-# The decoder of every JSON record: NaN and Infinity, which JSON has not (Python writes them),
-# are refused, and so is a number past a float's range, which Python would read as infinity.
-def _refused_constant(name: str) -> Any:
+def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not allowed")
 
 
 def _finite(text: str) -> float:
     value = float(text)
-    if value in (_INFINITY, -_INFINITY):
+    if math.isinf(value):
         raise ValueError(f"the number {text[:40]} is out of range")
     return value
 
 
-_INFINITY = float("inf")
-_DECODER = json.JSONDecoder(parse_constant=_refused_constant, parse_float=_finite)
+# The decoder of every JSON record: NaN and Infinity, which JSON has not (Python writes them),
+# are refused, and so is a number past a float's range, which Python would read as infinity.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite)
 _SPACE = re.compile(r"[ \t\n\r]*")
 # Where the file ends inside a value: a literal, a number or a \uXXXX escape begun and not done.
 _CUT_VALUE = re.compile(
@@ -543,7 +543,7 @@ class _ArrayElements:
         """The element at `start` is bad JSON up to `end` (`error`), or cut short by the end of
         the file (no error); unless it nests past the limit before that, which is named first
         (as a scan ahead of the parser would)."""
-        if _nested_past(self._text[start:end].encode(), self._max_depth - 1):
+        if self._past_limit(start, end):
             return self._too_deep(start, end)
         if error is None:
             return self._truncated()
@@ -555,18 +555,18 @@ class _ArrayElements:
     def _too_deep(self, start: int, end: int) -> ImportFormatError:
         """The element at `start` nests too deeply: name the byte of its first bracket past
         the limit (the array's own bracket counts as the first level)."""
-        scan = DepthScan(self._max_depth)
-        scan.depth, scan.offset = 1, self._byte_at(start)
-        try:
-            scan.feed(self._text[start:end].encode())
-        except TooDeep as error:
-            return ImportFormatError(
-                f"JSON is nested deeper than the limit of {error.limit} levels at byte "
-                f"{error.offset}"
-            )
-        return ImportFormatError(  # deeper than the decoder reads, and the limit set above it
-            f"JSON is nested too deeply to read (over {sys.getrecursionlimit()} levels)",
-            record=f"record {self._count + 1}",
+        deep = self._past_limit(start, end)
+        if deep is None:  # deeper than the decoder reads, and the limit set above that
+            return _unreadably_deep(f"record {self._count + 1}")
+        return ImportFormatError(
+            f"JSON is nested deeper than the limit of {deep.limit} levels at byte {deep.offset}"
+        )
+
+    def _past_limit(self, start: int, end: int) -> TooDeep | None:
+        """Where the element's text from `start` to `end` goes past the limit, counting the
+        array's own bracket as the first level and its bytes from the file's start."""
+        return _past_limit(
+            self._text[start:end].encode(), self._max_depth, depth=1, offset=self._byte_at(start)
         )
 
 
@@ -624,11 +624,12 @@ def _refuse_unstorable(raw: dict[str, Any]) -> None:
     while stack:
         path, value = stack.pop()
         if isinstance(value, dict):
-            for key in value:
-                if _unstorable(key):
-                    where = f"{path}.{key}" if path else key
-                    raise ImportFormatError(f"its key {_unstorable(key)}", field=where)
-            named = [(f"{path}.{key}" if path else key, item) for key, item in value.items()]
+            named = []
+            for key, item in value.items():
+                name = f"{path}.{key}" if path else key
+                if problem := _unstorable(key):
+                    raise ImportFormatError(f"its key {problem}", field=name)
+                named.append((name, item))
             stack.extend(reversed(named))
         elif isinstance(value, list):
             stack.extend(reversed([(f"{path}[{i}]", item) for i, item in enumerate(value)]))
@@ -664,7 +665,7 @@ def _json_line(line: bytes, number: int, max_depth: int) -> tuple[Any, bytes]:
     except RecursionError:
         raise _line_too_deep(line, number, max_depth) from None
     except ValueError as error:
-        if isinstance(error, json.JSONDecodeError) and _nested_past(line, max_depth):
+        if isinstance(error, json.JSONDecodeError) and _past_limit(line, max_depth):
             raise _line_too_deep(line, number, max_depth) from None  # as a depth scan first
         detail = str(error)
         if isinstance(error, json.JSONDecodeError):
@@ -675,26 +676,32 @@ def _json_line(line: bytes, number: int, max_depth: int) -> tuple[Any, bytes]:
     return obj, text
 
 
-def _nested_past(text: bytes, limit: int) -> bool:
+def _past_limit(text: bytes, limit: int, *, depth: int = 0, offset: int = 0) -> TooDeep | None:
+    """What a DepthScan of `text` raises (begun at `depth`, its bytes numbered from `offset`),
+    or None: where JSON goes past the limit, read on the error paths only."""
+    scan = DepthScan(limit)
+    scan.depth, scan.offset = depth, offset
     try:
-        DepthScan(limit).feed(text)
-    except TooDeep:
-        return True
-    return False
+        scan.feed(text)
+    except TooDeep as error:
+        return error
+    return None
 
 
 def _line_too_deep(line: bytes, number: int, max_depth: int) -> ImportFormatError:
-    try:
-        DepthScan(max_depth).feed(line)
-    except TooDeep as error:
-        return ImportFormatError(
-            f"JSON is nested deeper than the limit of {error.limit} levels "
-            f"at column {error.offset + 1}",
-            record=f"line {number}",
-        )
+    deep = _past_limit(line, max_depth)
+    if deep is None:
+        return _unreadably_deep(f"line {number}")
     return ImportFormatError(
-        f"JSON is nested too deeply to read (over {sys.getrecursionlimit()} levels)",
+        f"JSON is nested deeper than the limit of {deep.limit} levels at column {deep.offset + 1}",
         record=f"line {number}",
+    )
+
+
+def _unreadably_deep(where: str) -> ImportFormatError:
+    """JSON deeper than the decoder reads, where the limit is set higher than that."""
+    return ImportFormatError(
+        f"JSON is nested too deeply to read (over {sys.getrecursionlimit()} levels)", record=where
     )
 
 

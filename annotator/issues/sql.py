@@ -221,6 +221,10 @@ def _sized(data: bytes) -> bytes:
     return _LENGTH.pack(len(data)) + data
 
 
+def _jsonb(text: bytes) -> bytes:  # jsonb's binary form: a version byte, then the JSON text
+    return _JSONB_HEAD.pack(len(text) + 1, 1) + text
+
+
 def _text_encoder(field: Field[Any, Any]) -> Callable[[Any], bytes]:
     limit = field.max_length if isinstance(field, CharField) else None
 
@@ -229,11 +233,10 @@ def _text_encoder(field: Field[Any, Any]) -> Callable[[Any], bytes]:
             detail = f"{len(value):,} characters, more than the {limit} this field holds"
             raise CopyValueError(field.name, detail)
         try:
-            data: bytes = value.encode()
+            return _sized(value.encode())
         except UnicodeEncodeError as error:
             detail = f"holds an unpaired surrogate ({value[error.start]!a}), not text"
             raise CopyValueError(field.name, detail) from None
-        return _LENGTH.pack(len(data)) + data
 
     return encode
 
@@ -255,17 +258,17 @@ _NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 
 def _json_encoder(field: Field[Any, Any]) -> Callable[[Any], bytes]:
-    """jsonb's binary form: a version byte, then the JSON text. A value given as bytes is that
-    text already (an imported object as its file held it: formats.IssueRecord.raw_json)."""
+    """A value in jsonb's binary form. A value given as bytes is its JSON text already (an
+    imported object as its file held it: formats.IssueRecord.raw_json)."""
 
     def encode(value: Any) -> bytes:
         if isinstance(value, bytes):
-            return _JSONB_HEAD.pack(len(value) + 1, 1) + value
+            return _jsonb(value)
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
         if "\\u0000" in text and _NUL_ESCAPE.search(text):  # jsonb refuses it
             raise CopyValueError(field.name, "holds a NUL character (\\u0000)")
         try:
-            return _sized(b"\x01" + text.encode())
+            return _jsonb(text.encode())
         except UnicodeEncodeError as error:
             detail = f"holds an unpaired surrogate ({text[error.start]!a}), not text"
             raise CopyValueError(field.name, detail) from None

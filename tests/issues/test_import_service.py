@@ -176,7 +176,8 @@ def test_the_raw_object_is_stored_as_the_file_wrote_it(shape):
 
 
 def test_a_string_jsonb_cannot_hold_refuses_the_file_and_writes_nothing():
-    """After a batch and more were stored (the import is one transaction)."""
+    """The bad record comes after a whole batch, which the writer may have stored already: the
+    import is one transaction."""
     issues = [rest_issue(n) for n in range(1, BATCH_SIZE + 2)]
     issues.append(rest_issue(BATCH_SIZE + 2, milestone={"title": "v1\x00"}))
     with pytest.raises(ImportFormatError) as error:
