@@ -20,7 +20,7 @@ from typing import Any
 
 from django.core.paginator import EmptyPage, Page, Paginator
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 EXACT_COUNT_LIMIT = 10_000
 
@@ -70,6 +70,17 @@ class EstimatedPaginator(Paginator):
         bottom = (number - 1) * self.per_page
         rows = list(self.object_list[bottom : bottom + self.per_page + 1])
         if not rows and number > 1:
+            raise EmptyPage(self.error_messages["no_results"])
+        return _OpenPage(rows[: self.per_page], number, self, more=len(rows) > self.per_page)
+
+    def page_after(self, number: Any, past: Q) -> Page:
+        """Page `number` as the rows `past` selects, the first `per_page` of them: the rows after
+        the last of the page before, read from there rather than counted off from the first.
+        EmptyPage when there are none; the number is checked as `page` checks it."""
+        number = self.validate_number(number)
+        assert isinstance(self.object_list, QuerySet)
+        rows = list(self.object_list.filter(past)[: self.per_page + 1])
+        if not rows:
             raise EmptyPage(self.error_messages["no_results"])
         return _OpenPage(rows[: self.per_page], number, self, more=len(rows) > self.per_page)
 

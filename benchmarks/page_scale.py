@@ -565,8 +565,11 @@ def routes(world: dict[str, Any]) -> list[dict[str, str]]:
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "annotator.settings")
     django.setup()
-    from django.urls import reverse
+    from django.urls import resolve, reverse
 
+    from annotator.adjudication.models import Decision
+    from annotator.api_pagination import EstimatedPagination
+    from annotator.studies.models import Annotation
     from tests.security.matrix import cases, url_of
     from tests.security.matrix_scene import Scene
     from tests.security.test_permission_matrix import ROUTES, VARIANTS
@@ -591,6 +594,8 @@ def routes(world: dict[str, Any]) -> list[dict[str, str]]:
     queue = reverse("adjudication:queue", args=[study])
     decided = reverse("adjudication:items", args=[study])
     analysis = reverse("exports:analysis", args=[study])
+    decisions = reverse("api-decision-list", args=[study])
+    annotations = reverse("api-annotation-list", args=[study])
     filters = {
         "issues:list ?q": f"{issues}?q=nccl+timeout",
         "issues:list ?q (rare)": f"{issues}?q=segfault+lora+moe",
@@ -606,6 +611,24 @@ def routes(world: dict[str, Any]) -> list[dict[str, str]]:
         "adjudication:items ?page=100": f"{decided}?page=100",
         "exports:analysis ?round": f"{analysis}?round={rnd}",
     }
+    # The deep pages again as the `next` link of the page before gives them: read on from its
+    # last row.
+    size = EstimatedPagination.page_size
+    for name, url, rows, page in (
+        ("api-decision-list", decisions, Decision.objects.filter(item__study=study), 1000),
+        (
+            "api-annotation-list",
+            annotations,
+            Annotation.objects.filter(assignment__item__study=study),
+            3000,
+        ),
+    ):
+        filters[f"{name} ?page={page}"] = f"{url}?page={page}"
+        keyset = resolve(url).func.view_class.keyset
+        in_order = rows.order_by(*keyset).values_list(*keyset)
+        if before := list(in_order[(page - 1) * size - 1 : (page - 1) * size]):
+            after = ".".join(str(value) for value in before[0])
+            filters[f"{name} ?page={page} (next)"] = f"{url}?page={page}&after={after}"
     out += [{"route": k, "role": "owner", "url": v} for k, v in filters.items()]
     return out
 

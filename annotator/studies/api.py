@@ -527,13 +527,14 @@ class AnnotationListApi(generics.ListAPIView):
 
     serializer_class = AnnotationOutput
     pagination_class = EstimatedPagination
+    keyset = ("pk",)
 
     def get_queryset(self) -> QuerySet[Annotation]:
         membership = _membership(self.request, self.kwargs["study_id"])
         visible = Annotation.objects.filter(assignment__item__study=membership.study).visible_to(
             self.request.user, membership
         )
-        return _annotations(visible).order_by("pk")
+        return _annotations(visible).order_by(*self.keyset)
 
 
 class ProgressApi(APIView):

@@ -3,15 +3,17 @@ blind rules, history; the permission of each role."""
 
 from __future__ import annotations
 
+import urllib.parse
+
 import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
 from annotator.adjudication.models import Decision
 from annotator.paging import EstimatedPaginator
-from annotator.studies.models import Assignment, Item
-from annotator.studies.services import next_assignment
-from tests.adjudication.helpers import label_next, submit
+from annotator.studies.models import Annotation, Assignment, Item
+from annotator.studies.services import create_round, next_assignment
+from tests.adjudication.helpers import label_next, make_scene, submit
 
 pytestmark = pytest.mark.django_db
 
@@ -94,6 +96,106 @@ def test_decision_list_is_in_item_order_and_past_the_limit_says_its_count_is_an_
     estimated = api(scene.owner).get(url).json()
     assert estimated["count_is_estimate"] is True and estimated["count"] >= 1
     assert estimated["results"][0] == listed["results"][0]
+
+
+@pytest.fixture
+def seven_decided(db):  # type: ignore[no-untyped-def]
+    """Seven decided items, in two rounds, whose positions run against their ids."""
+    scene = make_scene(items=7)
+    for _ in range(7):
+        label_next(scene, {"symptom": "hang"}, {"symptom": "hang"})  # agreed: decided
+    items = list(Item.objects.filter(study=scene.study).order_by("pk"))
+    later = create_round(study=scene.study)
+    for n, item in enumerate(items):
+        Item.objects.filter(pk=item.pk).update(
+            position=len(items) - n, round=later if n < 2 else item.round
+        )
+    return scene
+
+
+def _query(link):  # type: ignore[no-untyped-def]
+    return urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)
+
+
+def _walk(client, url, key="item"):  # type: ignore[no-untyped-def]
+    pages, links = [], []
+    while url:
+        body = client.get(url).json()
+        pages.append([row[key] for row in body["results"]])
+        links.append((body["next"], body["previous"]))
+        url = body["next"]
+        assert len(pages) < 10, "the next links go round"
+    return pages, links
+
+
+@pytest.mark.parametrize("estimated", [False, True])
+def test_next_links_read_on_from_the_last_decision_and_give_the_pages_numbers_give(
+    seven_decided, monkeypatch, estimated
+):
+    from annotator.api_pagination import EstimatedPagination
+
+    monkeypatch.setattr(EstimatedPagination, "page_size", 3)
+    if estimated:  # "about N": the pages are read to the last row, however short the estimate
+        monkeypatch.setattr(EstimatedPaginator, "exact_limit", 0)
+    client = api(seven_decided.owner)
+    url = f"/api/studies/{seven_decided.study.pk}/decisions/"
+
+    pages, links = _walk(client, url)
+
+    in_order = [i.pk for i in Item.objects.filter(study=seven_decided.study)]  # Item.Meta
+    assert Decision.objects.filter(item__study=seven_decided.study).count() == 7
+    assert pages == [in_order[0:3], in_order[3:6], in_order[6:7]]
+    numbered = [
+        [d["item"] for d in client.get(url, {"page": n}).json()["results"]] for n in (1, 2, 3)
+    ]
+    assert numbered == pages
+    last_of = [Item.objects.get(pk=page[-1]) for page in pages[:2]]
+    assert [_query(link) for link, _ in links[:2]] == [
+        {"page": [str(n)], "after": [f"{i.round_id}.{i.position}.{i.pk}"]}
+        for n, i in zip((2, 3), last_of, strict=True)
+    ]
+    previous = [back for _, back in links]
+    assert (
+        previous[0] is None and _query(previous[1]) == {} and _query(previous[2]) == {"page": ["2"]}
+    )
+    assert (
+        client.get(previous[2]).json()["results"] == client.get(url, {"page": 2}).json()["results"]
+    )
+
+
+def test_a_bad_or_spent_position_is_refused_and_changes_nothing(seven_decided):
+    client = api(seven_decided.owner)
+    url = f"/api/studies/{seven_decided.study.pk}/decisions/"
+    last = Item.objects.filter(study=seven_decided.study).last()
+
+    for bad in ("1.2", "a.b.c", "1.2.3.4", ""):
+        response = client.get(url, {"page": 2, "after": bad})
+        assert response.status_code == 400, bad
+        assert "after" in response.json() and "whole numbers" in response.json()["after"][0]
+    spent = client.get(url, {"page": 2, "after": f"{last.round_id}.{last.position}.{last.pk}"})
+    assert spent.status_code == 404 and spent.json() == {"detail": "Invalid page."}
+    assert client.get(url, {"page": "x", "after": "1.2.3"}).status_code == 404
+
+
+def test_the_annotation_list_reads_on_from_its_last_row(seven_decided, monkeypatch):
+    from annotator.api_pagination import EstimatedPagination
+
+    monkeypatch.setattr(EstimatedPagination, "page_size", 4)
+    client = api(seven_decided.owner)
+
+    pages, links = _walk(client, f"/api/studies/{seven_decided.study.pk}/annotations/", "id")
+
+    stored = list(
+        Annotation.objects.filter(assignment__item__study=seven_decided.study)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    ids = [a for page in pages for a in page]
+    assert len(stored) == 14 and len(pages) == 4
+    assert [_query(link)["after"] for link, _ in links[:3]] == [
+        [str(page[-1])] for page in pages[:3]
+    ]
+    assert ids == stored
 
 
 @pytest.mark.parametrize(
