@@ -307,9 +307,8 @@ def topup(done: int, world: dict[str, Any]) -> dict[str, Any]:
 def clear_jobs() -> dict[str, int]:
     """Fail the jobs the generated data left queued or running, before the worker starts (it
     would send the queued ones): the scene queues a near-duplicate pass that no worker ran, and
-    a pass over the generated issues, whose bodies are drawn from a few dozen demo threads and so
-    nearly all alike, reached 2% in 27 min at a million issues. A job a page starts during the
-    walk runs. Returns how many jobs of each kind were failed."""
+    a pass over every generated issue would take the worker's core for minutes of the walk. A
+    job a page starts during the walk runs. Returns how many jobs of each kind were failed."""
     migrate()
     from django.utils import timezone
 

@@ -136,6 +136,60 @@ def test_groups_are_connected_components_with_their_pairs():
     assert groups[1].max_similarity == 0.9 and groups[1].min_similarity == 0.8
 
 
+TEMPLATE = (
+    "Describe the bug: training stops when the job is launched with the launcher on a cluster "
+    "of many nodes and the loss is never printed, the logs stay quiet and nothing moves again. "
+    "To reproduce: run the example script with the default configuration file and wait for "
+    "the first step. Expected behavior: the first step finishes and the loss is printed. "
+    "Reported by {who} on the {where} cluster."
+)
+SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "sa", "te", "vi", "do", "pa", "ge", "ho"]
+
+
+def _word(n: int) -> str:
+    return "".join(SYLLABLES[(n // 12**k) % 12] for k in range(3))
+
+
+def _template_pool(size: int) -> list[str]:
+    """A template filed `size` times, each copy naming its own reporter and cluster."""
+    return [TEMPLATE.format(who=_word(n), where=_word(n + 500)) for n in range(size)]
+
+
+UNBOUNDED = Params(bucket_size=10**9, pairs_per_issue=10**9)
+
+
+def test_a_template_filed_hundreds_of_times_is_one_group_without_a_pair_for_every_two():
+    pool = _template_pool(300)
+
+    bounded, unbounded = DuplicateIndex(), DuplicateIndex(UNBOUNDED)
+    found = [pair for n, text in enumerate(pool) for pair in bounded.add(n, text)]
+    every = [pair for n, text in enumerate(pool) for pair in unbounded.add(n, text)]
+
+    assert len(every) > 20_000  # unbounded: nearly every two of the 300 (44,850 pairs)
+    assert len(found) <= 300 * Params().pairs_per_issue
+    assert max(len(b) for table in bounded._buckets for b in table.values()) == 10
+    groups = group_pairs(found)
+    assert [g.members for g in groups] == [g.members for g in group_pairs(every)]
+    assert len(groups) == 1 and len(groups[0].members) >= 290  # a few copies are not alike enough
+
+
+def test_bounds_change_nothing_where_no_issue_has_many_near_duplicates():
+    texts = [
+        report(),
+        respaced(report(when="2023-11-30 23:59:59", home="/opt/conda/lib/python3.8")),
+        *OTHERS,
+        *_template_pool(8),
+        *(f"{other} Seen again on {_word(n)}." for n, other in enumerate(OTHERS)),
+    ]
+
+    bounded, unbounded = DuplicateIndex(), DuplicateIndex(UNBOUNDED)
+    found = [pair for n, text in enumerate(texts) for pair in bounded.add(n, text)]
+    every = [pair for n, text in enumerate(texts) for pair in unbounded.add(n, text)]
+
+    assert len(found) == len(every) >= 20  # the template's copies pair with each other
+    assert sorted(found, key=lambda p: (p.a, p.b)) == sorted(every, key=lambda p: (p.a, p.b))
+
+
 def test_similar_issues_rank_by_tfidf_cosine_and_leave_out_the_issue_itself():
     texts = [
         "nccl timeout allreduce hang zero stage three watchdog",
