@@ -80,3 +80,16 @@ def test_schema_rendered_ahead_serves_the_first_requests(client, generations):
     assert yaml_doc["Content-Type"].startswith(FORMATS["yaml"])
     assert "/api/studies/{study_id}/queue/" in json_doc.json()["paths"]
     assert len(generations) == 2
+
+
+@pytest.mark.django_db
+def test_the_lists_that_read_on_from_their_last_row_document_after(client):
+    forget_schema()
+    paths = client.get("/api/schema/", {"format": "json"}).json()["paths"]
+
+    def parameters(path: str) -> set[str]:
+        return {p["name"] for p in paths[path]["get"].get("parameters", [])}
+
+    assert "after" in parameters("/api/studies/{study_id}/decisions/")
+    assert "after" in parameters("/api/studies/{study_id}/annotations/")
+    assert "page" in parameters("/api/issues/") and "after" not in parameters("/api/issues/")
