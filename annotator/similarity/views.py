@@ -7,7 +7,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.db.models import Prefetch, prefetch_related_objects
+from django.db.models import Exists, OuterRef, Prefetch, prefetch_related_objects
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -18,7 +18,7 @@ from annotator.issues.models import Issue, Repository
 from annotator.issues.rendering import render_markdown
 from annotator.job_pages import job_status_page
 from annotator.studies.access import MANAGERS, membership_or_404, signed_in
-from annotator.studies.models import Membership
+from annotator.studies.models import Item, Membership
 
 from .models import DuplicateGroup, DuplicateMark, DuplicateMember, DuplicatePair, DuplicatePass
 from .services import (
@@ -34,6 +34,9 @@ from .services import (
 )
 
 PAGE_SIZE = 20
+# The issues of a group shown at once (on the list, and per page side by side), and the pairs
+# the list names of each group.
+SHOWN = 12
 
 
 def _owner(request: HttpRequest, study_id: int) -> Membership:
@@ -76,47 +79,57 @@ def _int(value: Any) -> int | None:
         return None
 
 
-def _group_rows(
-    study: Any, groups: list[DuplicateGroup], *, bodies: bool = False
+def _members(study: Any) -> Any:
+    """A group's members as the pages list them: the issues in the study first, then by id,
+    each with its repository and whether the study holds it (`in_study`); never the raw JSON."""
+    held = Item.objects.filter(study=study, issue_id=OuterRef("issue_id"))
+    return (
+        DuplicateMember.objects.select_related("issue__repository")
+        .defer("issue__raw")
+        .annotate(in_study=Exists(held))
+        .order_by("-in_study", "issue_id")
+    )
+
+
+def _pairs() -> Any:
+    """Pairs as the pages list them, the most similar first."""
+    return (
+        DuplicatePair.objects.select_related("issue_a", "issue_b")
+        .only(*_PAIR_FIELDS)
+        .order_by("-similarity", "pk")
+    )
+
+
+def _rows(
+    study: Any, shown: list[tuple[DuplicateGroup, list[DuplicateMember], list[DuplicatePair]]]
 ) -> list[dict[str, Any]]:
-    """Each group with its issues (and repositories), its pairs, the study's current marks and
-    which issues are in the study: four queries whatever the number of groups. The issues'
-    bodies are read only for the side-by-side page (`bodies`), their raw GitHub JSON never."""
+    """Each group with the members and pairs shown of it, and the study's current marks on
+    them (one query)."""
+    marks = marks_by_issue(study, [m.issue_id for _, members, _ in shown for m in members])
+    return [
+        {
+            "group": group,
+            "issues": [
+                {"issue": m.issue, "mark": marks.get(m.issue_id), "in_study": m.in_study}
+                for m in members
+            ],
+            "pairs": pairs,
+            "more_issues": group.size - len(members),
+        }
+        for group, members, pairs in shown
+    ]
+
+
+def _group_rows(study: Any, groups: list[DuplicateGroup]) -> list[dict[str, Any]]:
+    """The list's rows: each group with its first SHOWN members and its SHOWN most similar
+    pairs, in a query each whatever the number and size of the groups (a pass over a template
+    filed thousands of times makes groups of thousands)."""
     prefetch_related_objects(
         groups,
-        Prefetch(
-            "members",
-            queryset=DuplicateMember.objects.select_related("issue__repository").defer(
-                "issue__raw", *([] if bodies else ["issue__body"])
-            ),
-        ),
-        Prefetch(
-            "pairs",
-            queryset=DuplicatePair.objects.select_related("issue_a", "issue_b").only(*_PAIR_FIELDS),
-        ),
+        Prefetch("members", _members(study).defer("issue__body")[:SHOWN], to_attr="shown"),
+        Prefetch("pairs", _pairs()[:SHOWN], to_attr="shown_pairs"),
     )
-    issue_ids = [m.issue_id for g in groups for m in g.members.all()]
-    marks = marks_by_issue(study, issue_ids)
-    in_study = set(
-        study.items.filter(issue_id__in=issue_ids).order_by().values_list("issue_id", flat=True)
-    )
-    rows = []
-    for group in groups:
-        rows.append(
-            {
-                "group": group,
-                "issues": [
-                    {
-                        "issue": m.issue,
-                        "mark": marks.get(m.issue_id),
-                        "in_study": m.issue_id in in_study,
-                    }
-                    for m in group.members.all()
-                ],
-                "pairs": list(group.pairs.all()),
-            }
-        )
-    return rows
+    return _rows(study, [(g, g.shown, g.shown_pairs) for g in groups])  # type: ignore[attr-defined]
 
 
 # What the pages show of a pair: its similarity, signature flag and its two issues' numbers.
@@ -135,13 +148,20 @@ def duplicate_group(request: HttpRequest, study_id: int, group_id: int) -> HttpR
     """A group's issues side by side, each with the marks the owner can give it."""
     membership = _owner(request, study_id)
     group = get_object_or_404(DuplicateGroup, pk=group_id)
-    row = _group_rows(membership.study, [group], bodies=True)[0]
+    members = _members(membership.study).filter(group=group)
+    page = Paginator(members, SHOWN).get_page(request.GET.get("page"))
+    shown = list(page.object_list)
+    ids = [m.issue_id for m in shown]
+    pairs = list(_pairs().filter(group=group, issue_a__in=ids, issue_b__in=ids))
+    row = _rows(membership.study, [(group, shown, pairs)])[0]
     for entry in row["issues"]:
         entry["body"] = render_markdown(entry["issue"].body or "")
+    # Past the first page, each issue can also be marked a duplicate of the group's first.
+    lead = None if page.number == 1 else members.first()
     return render(
         request,
         "similarity/duplicate_group.html",
-        {"study": membership.study, "row": row, "group": row["group"]},
+        {"study": membership.study, "row": row, "group": group, "page": page, "lead": lead},
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from annotator.similarity.models import DuplicateMark, DuplicatePass, SimilarIssues
@@ -245,3 +247,66 @@ def test_the_review_pages_show_each_groups_issues_marks_and_pairs_in_queries_the
     big, _ = planted[0]
     _, big_queries = page(f"{base}/groups/{big.pk}/")
     assert big_queries == side_queries
+
+
+def test_a_group_of_thousands_is_shown_a_page_at_a_time_the_studys_issues_first(client, found):
+    """A template filed many times makes one group of many issues: the list names its first
+    issues and most similar pairs, the side-by-side page pages through it, and neither grows
+    with the group (nor offers a link per pair of its issues)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from annotator.similarity.models import DuplicatePair
+    from annotator.similarity.views import SHOWN
+    from annotator.studies.models import Item
+
+    world = found["world"]
+    repository = RepositoryFactory(owner="horovod", name="horovod")
+    issues = [IssueFactory(repository=repository, title=f"Template {k}") for k in range(30)]
+    held = issues[-3:]  # the study's, though the last by id
+    for n, issue in enumerate(held):
+        Item.objects.create(
+            study=world.study, round=world.round, issue=issue, position=900 + n, quota=2
+        )
+    group = _planted_group(found["job"], issues, 0.71)
+    DuplicatePair.objects.bulk_create(
+        DuplicatePair(group=group, issue_a=a, issue_b=b, similarity=0.72 + n / 100)
+        for n, (a, b) in enumerate(itertools.pairwise(issues[1:]))
+    )
+    client.force_login(world.owner)
+    base = f"/similarity/studies/{world.study.pk}/duplicates"
+
+    def page(url):
+        with CaptureQueriesContext(connection) as queries:
+            answer = client.get(url)
+        assert answer.status_code == 200
+        return answer.content.decode(), len(queries)
+
+    listed, listed_queries = page(f"{base}/")
+    card = listed.split(f'data-group="{group.pk}"')[1].split("</article>")[0]
+    at = {i: card.find(f"horovod/horovod#{i.number}</a>") for i in issues}
+    shown = sorted((i for i in issues if at[i] >= 0), key=at.__getitem__)
+    assert shown == held + issues[: SHOWN - 3]  # the study's first, then by id
+    assert "and 18 more issues" in card and card.count("in the study") == 3
+    assert card.count("\N{EN DASH}") == SHOWN and "The most similar pairs: " in card
+    assert f"#{issues[28].number}\N{EN DASH}#{issues[29].number}: 0.99" in card  # the highest
+
+    first, first_queries = page(f"{base}/groups/{group.pk}/")
+    assert first.count('data-issue="') == SHOWN and "Issues 1\N{EN DASH}12 of 30" in first
+    assert first.count("Duplicate of #") == SHOWN * (SHOWN - 1)  # the others on the page
+    assert "(the group's first)" not in first and "page 1 of 3" in first
+    last, last_queries = page(f"{base}/groups/{group.pk}/?page=3")
+    at = {i: last.find(f'data-issue="{i.pk}"') for i in issues}
+    cards = sorted((i for i in issues if at[i] >= 0), key=at.__getitem__)
+    assert cards == issues[21:27] and "Issues 25\N{EN DASH}30 of 30" in last
+    back = f"/similarity/studies/{world.study.pk}/duplicates/groups/{group.pk}/%3Fpage%3D3"
+    lead = f"duplicate_of={held[0].pk}&amp;next={back}"
+    assert last.count(lead) == 2 * 6  # each card: its link and its htmx twin
+    assert f"Duplicate of #{held[0].number} (the group's first)" in last
+
+    small = _planted_group(found["job"], issues[:2], 0.9)
+    assert page(f"{base}/groups/{small.pk}/")[1] == first_queries
+    assert last_queries == first_queries + 1  # the group's first, named past page 1
+    warm = page(f"{base}/")[1]  # the first request also read what a session caches
+    _planted_group(found["job"], [IssueFactory(repository=repository) for _ in range(40)], 0.8)
+    assert page(f"{base}/")[1] == warm <= listed_queries
