@@ -101,10 +101,10 @@ def _pairs() -> Any:
 
 
 def _rows(
-    study: Any, shown: list[tuple[DuplicateGroup, list[DuplicateMember], list[DuplicatePair]]]
+    study: Any, shown: list[tuple[DuplicateGroup, list[Any], list[DuplicatePair]]]
 ) -> list[dict[str, Any]]:
-    """Each group with the members and pairs shown of it, and the study's current marks on
-    them (one query)."""
+    """Each group with the members (as `_members` gives them) and pairs shown of it, and the
+    study's current marks on them (one query)."""
     marks = marks_by_issue(study, [m.issue_id for _, members, _ in shown for m in members])
     return [
         {
