@@ -148,7 +148,8 @@ def test_next_links_read_on_from_the_last_decision_and_give_the_pages_numbers_gi
     numbered = [
         [d["item"] for d in client.get(url, {"page": n}).json()["results"]] for n in (1, 2, 3)
     ]
-    assert numbered == pages
+    assert numbered == pages  # by number, the position before each is looked up first
+    assert client.get(url, {"page": 4}).status_code == 404  # past the last row
     last_of = [Item.objects.get(pk=page[-1]) for page in pages[:2]]
     assert [_query(link) for link, _ in links[:2]] == [
         {"page": [str(n)], "after": [f"{i.round_id}.{i.position}.{i.pk}"]}
