@@ -68,10 +68,8 @@ class EstimatedPaginator(Paginator):
         if not self.count_is_estimate:
             return super().page(number)
         bottom = (number - 1) * self.per_page
-        rows = list(self.object_list[bottom : bottom + self.per_page + 1])
-        if not rows and number > 1:
-            raise EmptyPage(self.error_messages["no_results"])
-        return _OpenPage(rows[: self.per_page], number, self, more=len(rows) > self.per_page)
+        rows = self.object_list[bottom : bottom + self.per_page + 1]
+        return self._open_page(rows, number, may_be_empty=number == 1)
 
     def page_after(self, number: Any, past: Q) -> Page:
         """Page `number` as the rows `past` selects, the first `per_page` of them: the rows after
@@ -79,8 +77,14 @@ class EstimatedPaginator(Paginator):
         EmptyPage when there are none; the number is checked as `page` checks it."""
         number = self.validate_number(number)
         assert isinstance(self.object_list, QuerySet)
-        rows = list(self.object_list.filter(past)[: self.per_page + 1])
-        if not rows:
+        rows = self.object_list.filter(past)[: self.per_page + 1]
+        return self._open_page(rows, number, may_be_empty=False)
+
+    def _open_page(self, rows: Any, number: int, *, may_be_empty: bool) -> Page:
+        """Page `number` of `rows`, a page's rows and the one after it if there is one;
+        EmptyPage when there are none, unless the page `may_be_empty`."""
+        rows = list(rows)
+        if not rows and not may_be_empty:
             raise EmptyPage(self.error_messages["no_results"])
         return _OpenPage(rows[: self.per_page], number, self, more=len(rows) > self.per_page)
 

@@ -543,8 +543,8 @@ class _ArrayElements:
         """The element at `start` is bad JSON up to `end` (`error`), or cut short by the end of
         the file (no error); unless it nests past the limit before that, which is named first
         (as a scan ahead of the parser would)."""
-        if self._past_limit(start, end):
-            return self._too_deep(start, end)
+        if deep := self._past_limit(start, end):
+            return self._deep_error(deep)
         if error is None:
             return self._truncated()
         return ImportFormatError(
@@ -555,7 +555,9 @@ class _ArrayElements:
     def _too_deep(self, start: int, end: int) -> ImportFormatError:
         """The element at `start` nests too deeply: name the byte of its first bracket past
         the limit (the array's own bracket counts as the first level)."""
-        deep = self._past_limit(start, end)
+        return self._deep_error(self._past_limit(start, end))
+
+    def _deep_error(self, deep: TooDeep | None) -> ImportFormatError:
         if deep is None:  # deeper than the decoder reads, and the limit set above that
             return _unreadably_deep(f"record {self._count + 1}")
         return ImportFormatError(
@@ -663,16 +665,16 @@ def _json_line(line: bytes, number: int, max_depth: int) -> tuple[Any, bytes]:
     try:
         obj = _DECODER.decode(text.decode("utf-8"))
     except RecursionError:
-        raise _line_too_deep(line, number, max_depth) from None
+        raise _line_too_deep(_past_limit(line, max_depth), number) from None
     except ValueError as error:
-        if isinstance(error, json.JSONDecodeError) and _past_limit(line, max_depth):
-            raise _line_too_deep(line, number, max_depth) from None  # as a depth scan first
+        if isinstance(error, json.JSONDecodeError) and (deep := _past_limit(line, max_depth)):
+            raise _line_too_deep(deep, number) from None  # as a depth scan first would
         detail = str(error)
         if isinstance(error, json.JSONDecodeError):
             detail = f"{error.msg} at column {error.colno}"
         raise ImportFormatError(f"not valid JSON ({detail})", record=f"line {number}") from None
     if not _within(obj, text, max_depth):
-        raise _line_too_deep(line, number, max_depth)
+        raise _line_too_deep(_past_limit(line, max_depth), number)
     return obj, text
 
 
@@ -688,8 +690,9 @@ def _past_limit(text: bytes, limit: int, *, depth: int = 0, offset: int = 0) -> 
     return None
 
 
-def _line_too_deep(line: bytes, number: int, max_depth: int) -> ImportFormatError:
-    deep = _past_limit(line, max_depth)
+def _line_too_deep(deep: TooDeep | None, number: int) -> ImportFormatError:
+    """Line `number` nests past the limit where `deep` says (None: past what the decoder
+    reads)."""
     if deep is None:
         return _unreadably_deep(f"line {number}")
     return ImportFormatError(
@@ -832,7 +835,8 @@ def _row(header: list[str], cells: list[str], index: int) -> dict[str, str]:
     return dict(zip(header, cells + [""] * (len(header) - len(cells)), strict=True))
 
 
-def _csv_issue(row: dict[str, str], index: int, text: bytes | None = None) -> IssueRecord:
+def _csv_issue(row: dict[str, str], index: int, raw_json: bytes | None = None) -> IssueRecord:
+    # A builder (_Builder); a CSV row has no JSON text of its own, so `raw_json` stays None.
     cell: dict[str, Any] = {name: text.strip() for name, text in row.items() if text.strip()}
     for name in ("number", "github_id", "comments_count"):
         if name in cell:

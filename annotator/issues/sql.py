@@ -232,13 +232,19 @@ def _text_encoder(field: Field[Any, Any]) -> Callable[[Any], bytes]:
         if limit is not None and len(value) > limit:
             detail = f"{len(value):,} characters, more than the {limit} this field holds"
             raise CopyValueError(field.name, detail)
-        try:
-            return _sized(value.encode())
-        except UnicodeEncodeError as error:
-            detail = f"holds an unpaired surrogate ({value[error.start]!a}), not text"
-            raise CopyValueError(field.name, detail) from None
+        return _sized(_utf8(field, value))
 
     return encode
+
+
+def _utf8(field: Field[Any, Any], text: str) -> bytes:
+    """`text` in UTF-8; CopyValueError naming `field` for an unpaired surrogate, which neither
+    text nor jsonb can hold."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError as error:
+        detail = f"holds an unpaired surrogate ({text[error.start]!a}), not text"
+        raise CopyValueError(field.name, detail) from None
 
 
 def _int_encoder(field: Field[Any, Any], low: int, high: int, code: str) -> Callable[[Any], bytes]:
@@ -267,11 +273,7 @@ def _json_encoder(field: Field[Any, Any]) -> Callable[[Any], bytes]:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
         if "\\u0000" in text and _NUL_ESCAPE.search(text):  # jsonb refuses it
             raise CopyValueError(field.name, "holds a NUL character (\\u0000)")
-        try:
-            return _jsonb(text.encode())
-        except UnicodeEncodeError as error:
-            detail = f"holds an unpaired surrogate ({text[error.start]!a}), not text"
-            raise CopyValueError(field.name, detail) from None
+        return _jsonb(_utf8(field, text))
 
     return encode
 

@@ -173,6 +173,22 @@ def test_a_template_filed_hundreds_of_times_is_one_group_without_a_pair_for_ever
     assert len(groups) == 1 and len(groups[0].members) >= 290  # a few copies are not alike enough
 
 
+def test_an_issue_keeps_its_most_similar_pairs():
+    pool = _template_pool(60)
+    kept = DuplicateIndex(Params(pairs_per_issue=3, bucket_size=UNBOUNDED.bucket_size))
+    every = DuplicateIndex(UNBOUNDED)
+
+    for n, text in enumerate(pool):
+        found, all_pairs = kept.add(n, text), every.add(n, text)
+
+        def ranked(pairs):  # type: ignore[no-untyped-def]
+            return sorted(pairs, key=lambda p: (-p.similarity, p.a, p.b))
+
+        assert ranked(found) == ranked(all_pairs)[:3]
+
+    assert any(len(every.add(100 + n, text)) > 3 for n, text in enumerate(pool[:5]))
+
+
 def test_bounds_change_nothing_where_no_issue_has_many_near_duplicates():
     texts = [
         report(),
